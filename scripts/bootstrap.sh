@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Installs what edgelimit's build and tests need, and only what is missing (idempotent).
+# Versions are pinned in ../shared/TOOLCHAIN.md; every source is a package registry.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+WASM_BINDGEN_VERSION=0.2.130
+WASM_PACK_VERSION=0.15.1
+export PATH="$HOME/.cargo/bin:$PATH"
+
+say() { printf 'bootstrap: %s\n' "$*"; }
+
+# Rust: the wasm32 target, clippy and rustfmt.
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  say "adding rust target wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown
+fi
+for component in clippy rustfmt; do
+  if ! rustup component list --installed | grep -q "^$component"; then
+    say "adding rust component $component"
+    rustup component add "$component"
+  fi
+done
+
+# wasm-bindgen-cli must equal the wasm-bindgen crate pin exactly. No --locked: its lock file pins an unserved crate.
+if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
+  say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION"
+  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
+fi
+if [ "$(wasm-pack --version 2>/dev/null | awk '{print $2}')" != "$WASM_PACK_VERSION" ]; then
+  say "installing wasm-pack $WASM_PACK_VERSION"
+  cargo install wasm-pack --version "$WASM_PACK_VERSION" --locked --force
+fi
+
+# Debian packages: redis-server for the tests, chromium + chromedriver for browser tests.
+missing=()
+command -v redis-server >/dev/null || missing+=(redis-server)
+command -v chromium >/dev/null || missing+=(chromium)
+command -v chromedriver >/dev/null || missing+=(chromium-driver)
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# npm packages the tests and benchmarks use (exact versions in package-lock.json).
+if [ -f package-lock.json ] && ! npm ls --silent >/dev/null 2>&1; then
+  say "installing npm packages"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+say "ready"

@@ -1,0 +1,214 @@
+//! The rate-limiting algorithms, pure: parameters, state and a transition function, no I/O.
+//!
+//! Every algorithm implements [`Policy`]: given the stored state (or none), the time and a cost, it
+//! returns the new state and a [`Decision`]. Stores ([`crate::backend`]) only keep the state and run
+//! the transition atomically per key. Time is microseconds since the Unix epoch throughout.
+
+mod cost;
+mod fixed_window;
+mod gcra;
+mod params;
+mod sliding_window;
+mod token_bucket;
+
+pub use fixed_window::{FixedWindow, FixedWindowState};
+pub use gcra::{Gcra, GcraState};
+pub use params::MAX_COUNT;
+pub use sliding_window::{SlidingWindow, SlidingWindowState};
+pub use token_bucket::{TokenBucket, TokenBucketState};
+
+use crate::decision::Decision;
+use crate::error::Result;
+use std::time::Duration;
+
+/// A new state and the decision that produced it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Transition<S> {
+    /// The state to store (unchanged from the loaded state when the request was denied).
+    pub state: S,
+    /// What to answer.
+    pub decision: Decision,
+}
+
+/// A rate-limiting algorithm: validated parameters plus pure functions of `(state, now, cost)`.
+///
+/// `None` as a state means a key never seen or forgotten; `now` is in microseconds since the epoch.
+/// A positive cost consumes; zero peeks; a negative cost refunds (never below empty). A cost above
+/// [`Policy::capacity`] is denied with `retry_after: None` and consumes nothing.
+pub trait Policy {
+    /// The per-key state the algorithm keeps.
+    type State: Copy + std::fmt::Debug + PartialEq;
+    /// The algorithm's name, as error messages show it.
+    const NAME: &'static str;
+
+    /// The most a single request may cost.
+    fn capacity(&self) -> u64;
+
+    /// Decides one request of `cost` at `now` and returns the state to store.
+    fn acquire(
+        &self,
+        state: Option<Self::State>,
+        now: u64,
+        cost: f64,
+    ) -> Result<Transition<Self::State>>;
+
+    /// How much could be acquired at `now` without waiting.
+    fn available(&self, state: Option<Self::State>, now: u64) -> f64;
+
+    /// How long from `now` until `cost` would be admitted, if nothing else happens meanwhile; an error
+    /// when `cost` exceeds the capacity.
+    fn time_until_available(
+        &self,
+        state: Option<Self::State>,
+        now: u64,
+        cost: f64,
+    ) -> Result<Duration>;
+
+    /// The time (microseconds) from which `state` is equivalent to no state at all, so a store may forget it.
+    fn idle_at(&self, state: &Self::State) -> u64;
+}
+
+/// Any of the algorithms, with its parameters: what a [`crate::Backend`] is asked to apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algorithm {
+    /// See [`FixedWindow`].
+    FixedWindow(FixedWindow),
+    /// See [`SlidingWindow`].
+    SlidingWindow(SlidingWindow),
+    /// See [`TokenBucket`].
+    TokenBucket(TokenBucket),
+    /// See [`Gcra`].
+    Gcra(Gcra),
+}
+
+/// The state of any algorithm; a state of another algorithm than the one applied counts as none.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum State {
+    /// See [`FixedWindowState`].
+    FixedWindow(FixedWindowState),
+    /// See [`SlidingWindowState`].
+    SlidingWindow(SlidingWindowState),
+    /// See [`TokenBucketState`].
+    TokenBucket(TokenBucketState),
+    /// See [`GcraState`].
+    Gcra(GcraState),
+}
+
+/// Runs `$body` with `$rule` bound to the algorithm and `$state` to its own kind of state (or `None`),
+/// then wraps a returned state back into [`State`].
+macro_rules! dispatch {
+    ($algorithm:expr, $state:expr, |$rule:ident, $typed:ident| $body:expr) => {
+        match $algorithm {
+            Algorithm::FixedWindow($rule) => {
+                let $typed = match $state {
+                    Some(State::FixedWindow(state)) => Some(*state),
+                    _ => None,
+                };
+                $body
+            }
+            Algorithm::SlidingWindow($rule) => {
+                let $typed = match $state {
+                    Some(State::SlidingWindow(state)) => Some(*state),
+                    _ => None,
+                };
+                $body
+            }
+            Algorithm::TokenBucket($rule) => {
+                let $typed = match $state {
+                    Some(State::TokenBucket(state)) => Some(*state),
+                    _ => None,
+                };
+                $body
+            }
+            Algorithm::Gcra($rule) => {
+                let $typed = match $state {
+                    Some(State::Gcra(state)) => Some(*state),
+                    _ => None,
+                };
+                $body
+            }
+        }
+    };
+}
+
+impl Algorithm {
+    /// The algorithm's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::FixedWindow(_) => FixedWindow::NAME,
+            Self::SlidingWindow(_) => SlidingWindow::NAME,
+            Self::TokenBucket(_) => TokenBucket::NAME,
+            Self::Gcra(_) => Gcra::NAME,
+        }
+    }
+
+    /// See [`Policy::capacity`].
+    pub fn capacity(&self) -> u64 {
+        dispatch!(self, None::<&State>, |rule, _state| rule.capacity())
+    }
+
+    /// See [`Policy::acquire`].
+    pub fn acquire(&self, state: Option<&State>, now: u64, cost: f64) -> Result<Transition<State>> {
+        dispatch!(self, state, |rule, typed| {
+            let transition = rule.acquire(typed, now, cost)?;
+            Ok(Transition {
+                state: transition.state.into(),
+                decision: transition.decision,
+            })
+        })
+    }
+
+    /// See [`Policy::available`].
+    pub fn available(&self, state: Option<&State>, now: u64) -> f64 {
+        dispatch!(self, state, |rule, typed| rule.available(typed, now))
+    }
+
+    /// See [`Policy::time_until_available`].
+    pub fn time_until_available(
+        &self,
+        state: Option<&State>,
+        now: u64,
+        cost: f64,
+    ) -> Result<Duration> {
+        dispatch!(self, state, |rule, typed| rule
+            .time_until_available(typed, now, cost))
+    }
+
+    /// See [`Policy::idle_at`]; a state of another algorithm is idle at once.
+    pub fn idle_at(&self, state: &State) -> u64 {
+        dispatch!(self, Some(state), |rule, typed| typed
+            .map_or(0, |typed| rule.idle_at(&typed)))
+    }
+}
+
+macro_rules! impl_from {
+    ($($algorithm:ident => $state:ident),*) => {$(
+        impl From<$algorithm> for Algorithm {
+            fn from(algorithm: $algorithm) -> Self {
+                Self::$algorithm(algorithm)
+            }
+        }
+        impl From<$state> for State {
+            fn from(state: $state) -> Self {
+                Self::$algorithm(state)
+            }
+        }
+    )*};
+}
+
+impl_from!(
+    FixedWindow => FixedWindowState,
+    SlidingWindow => SlidingWindowState,
+    TokenBucket => TokenBucketState,
+    Gcra => GcraState
+);
+
+/// The wait from `now` (microseconds) until `at_ms` (milliseconds), zero if already there.
+fn until(at_ms: u64, now: u64) -> Duration {
+    until_micros(at_ms * 1_000, now)
+}
+
+/// The wait from `now` until `at`, both in microseconds, zero if already there.
+fn until_micros(at: u64, now: u64) -> Duration {
+    Duration::from_micros(at.saturating_sub(now))
+}

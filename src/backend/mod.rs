@@ -1,0 +1,54 @@
+//! The store seam: where per-key state lives and how it is changed atomically.
+
+mod memory;
+
+pub use memory::MemoryBackend;
+
+use crate::algorithm::Algorithm;
+use crate::decision::Decision;
+use crate::error::Result;
+use std::time::Duration;
+
+/// `Send + Sync` natively; nothing on wasm, where JavaScript values are neither.
+#[cfg(not(target_arch = "wasm32"))]
+pub trait MaybeSendSync: Send + Sync {}
+#[cfg(not(target_arch = "wasm32"))]
+impl<T: Send + Sync> MaybeSendSync for T {}
+
+/// `Send + Sync` natively; nothing on wasm, where JavaScript values are neither.
+#[cfg(target_arch = "wasm32")]
+pub trait MaybeSendSync {}
+#[cfg(target_arch = "wasm32")]
+impl<T> MaybeSendSync for T {}
+
+/// A store of rate-limit state shared by every caller of a limit (the contract of
+/// `celers_core`'s `DistributedRateLimitBackend`).
+///
+/// Implementations must make [`Backend::acquire`] atomic per key: reading the state, applying the
+/// algorithm and writing the result happen without interleaving with other callers on the same key.
+/// That is what makes a limit of N admit at most N under concurrency. The algorithm's parameters travel
+/// with every call, as in the seed; [`Backend::reset`] takes them too, because a store that keeps one key
+/// per window must know which keys the algorithm uses. Futures are `Send` natively, not on wasm.
+#[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]
+#[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
+pub trait Backend: MaybeSendSync {
+    /// Atomically tries to take `cost` from `key`'s limit (a negative cost refunds, zero peeks).
+    async fn acquire(&self, key: &str, cost: f64, params: Algorithm) -> Result<Decision>;
+
+    /// What `key` could take now without waiting.
+    async fn available(&self, key: &str, params: Algorithm) -> Result<f64>;
+
+    /// How long until `cost` would be admitted on `key` if nothing else happens; an error if never.
+    async fn time_until_available(
+        &self,
+        key: &str,
+        cost: f64,
+        params: Algorithm,
+    ) -> Result<Duration>;
+
+    /// Forgets everything stored for `key`.
+    async fn reset(&self, key: &str, params: Algorithm) -> Result<()>;
+
+    /// The backend's name, for diagnostics.
+    fn backend_name(&self) -> &str;
+}

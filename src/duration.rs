@@ -1,0 +1,160 @@
+//! Durations as users write them: `"10 s"`, `"10s"`, `"1.5 m"`, or a number of milliseconds.
+
+use crate::error::{Error, Result};
+use std::time::Duration;
+
+/// The largest duration accepted, in milliseconds: the largest integer a JavaScript number (and a Lua
+/// number in Redis) holds exactly.
+pub const MAX_DURATION_MS: u64 = (1 << 53) - 1;
+
+/// Parses `"<number> <unit>"` (the space is optional) into a whole, positive number of milliseconds.
+///
+/// The number is decimal (`"10"`, `"1.5"`); units are `ms`, `s`, `m`, `h`, `d` and `w`. Surrounding
+/// whitespace is ignored. Empty input, a missing or unknown unit, a sign, exponents, zero, a result that is
+/// not a whole number of milliseconds, or one above [`MAX_DURATION_MS`] is an error that quotes the input.
+pub fn parse_duration(input: &str) -> Result<Duration> {
+    let invalid = |reason| Error::InvalidDuration {
+        input: input.to_owned(),
+        reason,
+    };
+    let text = input.trim();
+    let number_end = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or_else(|| invalid("missing unit (one of ms, s, m, h, d, w)"))?;
+    let (number, unit) = text.split_at(number_end);
+    let unit_ms: u128 = match unit.trim_start() {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        "w" => 604_800_000,
+        _ => {
+            return Err(invalid(
+                "expected a number followed by one of ms, s, m, h, d, w",
+            ))
+        }
+    };
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    if whole.is_empty() || (number.contains('.') && fraction.is_empty()) {
+        return Err(invalid(
+            "expected a number followed by one of ms, s, m, h, d, w",
+        ));
+    }
+    // Exact decimal arithmetic: value = digits / 10^scale, in u128 so no input below the cap overflows.
+    let digits = format!("{whole}{fraction}");
+    let digits = digits.trim_start_matches('0');
+    if digits.len() > 30 || fraction.len() > 30 {
+        return Err(invalid("too large"));
+    }
+    let numerator: u128 = if digits.is_empty() {
+        0
+    } else {
+        digits
+            .parse()
+            .map_err(|_| invalid("expected a number followed by one of ms, s, m, h, d, w"))?
+    };
+    let denominator = 10u128.pow(fraction.len() as u32);
+    let scaled = numerator * unit_ms;
+    if scaled % denominator != 0 {
+        return Err(invalid("not a whole number of milliseconds"));
+    }
+    millis_in_range(scaled / denominator).map_err(invalid)
+}
+
+/// Checks a number of milliseconds given as a float (as JavaScript passes them): finite, whole, positive
+/// and at most [`MAX_DURATION_MS`].
+pub fn duration_from_millis(millis: f64) -> Result<Duration> {
+    let invalid = |reason| Error::InvalidDuration {
+        input: millis.to_string(),
+        reason,
+    };
+    if !millis.is_finite() {
+        return Err(invalid("not a finite number"));
+    }
+    if millis.fract() != 0.0 {
+        return Err(invalid("not a whole number of milliseconds"));
+    }
+    if millis < 0.0 {
+        return Err(invalid("negative"));
+    }
+    if millis > MAX_DURATION_MS as f64 {
+        return Err(invalid("too large"));
+    }
+    millis_in_range(millis as u128).map_err(invalid)
+}
+
+fn millis_in_range(millis: u128) -> Result<Duration, &'static str> {
+    match millis {
+        0 => Err("must be greater than zero"),
+        m if m > MAX_DURATION_MS as u128 => Err("too large"),
+        m => Ok(Duration::from_millis(m as u64)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(input: &str) -> u128 {
+        parse_duration(input).unwrap().as_millis()
+    }
+
+    #[test]
+    fn accepts_the_upstash_grammar_and_decimals() {
+        assert_eq!(ms("10 s"), 10_000);
+        assert_eq!(ms("10s"), 10_000);
+        assert_eq!(ms("250 ms"), 250);
+        assert_eq!(ms("1.5 m"), 90_000);
+        assert_eq!(ms("2 h"), 7_200_000);
+        assert_eq!(ms("1 d"), 86_400_000);
+        assert_eq!(ms("1 w"), 604_800_000);
+        assert_eq!(ms(" 0.001 s "), 1);
+        assert_eq!(ms("007 s"), 7_000);
+    }
+
+    #[test]
+    fn refuses_everything_else_and_quotes_the_input() {
+        for input in [
+            "",
+            "10",
+            "10 x",
+            "-1 s",
+            "0 s",
+            "0.0 ms",
+            "s",
+            "1..5 s",
+            ".5 s",
+            "5. s",
+            "1e3 s",
+            "1.5 ms",
+            "NaN s",
+            "10 S",
+            "10 sec",
+            "+1 s",
+            "99999999999999999999999999999999999 w",
+            "1 s s",
+        ] {
+            let error = parse_duration(input).unwrap_err();
+            assert!(
+                error.to_string().contains(&format!("{input:?}")),
+                "{input:?} gave {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn caps_at_the_largest_exact_javascript_integer() {
+        assert_eq!(ms("9007199254740991 ms"), MAX_DURATION_MS as u128);
+        assert!(parse_duration("9007199254740992 ms").is_err());
+        assert!(parse_duration("20000000 w").is_err());
+    }
+
+    #[test]
+    fn numbers_of_milliseconds() {
+        assert_eq!(duration_from_millis(1500.0).unwrap().as_millis(), 1500);
+        for bad in [0.0, -1.0, 1.5, f64::NAN, f64::INFINITY, 1e300] {
+            assert!(duration_from_millis(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,47 @@
+//! The crate's one error type.
+
+/// Everything that can go wrong in edgelimit, as variants a caller can act on.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Error {
+    /// A duration string or number that is not a positive whole number of milliseconds.
+    #[error("invalid duration {input:?}: {reason}")]
+    InvalidDuration {
+        /// The input exactly as given.
+        input: String,
+        /// Why it was refused.
+        reason: &'static str,
+    },
+    /// An algorithm parameter out of range (zero, too large, ...).
+    #[error("invalid {algorithm} parameter `{name}` = {value}: {reason}")]
+    InvalidParameter {
+        /// The algorithm the parameter belongs to.
+        algorithm: &'static str,
+        /// The parameter's name.
+        name: &'static str,
+        /// The refused value, formatted.
+        value: String,
+        /// Why it was refused.
+        reason: &'static str,
+    },
+    /// A cost the algorithm cannot take (NaN, infinite, fractional for a window algorithm).
+    #[error("invalid cost {cost} for {algorithm}: {reason}")]
+    InvalidCost {
+        /// The algorithm that refused it.
+        algorithm: &'static str,
+        /// The refused cost.
+        cost: f64,
+        /// Why it was refused.
+        reason: &'static str,
+    },
+    /// A cost larger than the limit's capacity: it can never be admitted.
+    #[error("cost {cost} exceeds the capacity {capacity}: it can never be admitted")]
+    CostExceedsCapacity {
+        /// The requested cost.
+        cost: f64,
+        /// The most the limit can ever admit at once.
+        capacity: u64,
+    },
+}
+
+/// `Result` with edgelimit's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
