@@ -1,1 +1,81 @@
-fn main() {}
+//! Nanoseconds per decision on `MemoryBackend`, for each algorithm, beside `governor`'s keyed limiter
+//! in the same run: one hot key, and 100,000 keys visited in turn. Run with `make bench`.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use edgelimit::algorithm::Algorithm;
+use edgelimit::{Backend, FixedWindow, Gcra, MemoryBackend, SlidingWindow, TokenBucket};
+use governor::{Quota, RateLimiter};
+use std::future::Future;
+use std::hint::black_box;
+use std::num::NonZeroU32;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+const KEYS: usize = 100_000;
+
+/// Polls a future that never waits (the memory backend's) to completion.
+fn ready<F: Future>(future: F) -> F::Output {
+    match pin!(future).poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(output) => output,
+        Poll::Pending => panic!("the memory backend never waits"),
+    }
+}
+
+fn algorithms() -> Vec<(&'static str, Algorithm)> {
+    let second = Duration::from_secs(1);
+    vec![
+        (
+            "fixed window",
+            FixedWindow::new(1_000_000, second).unwrap().into(),
+        ),
+        (
+            "sliding window",
+            SlidingWindow::new(1_000_000, second).unwrap().into(),
+        ),
+        (
+            "token bucket",
+            TokenBucket::new(1_000_000, second, 1_000_000)
+                .unwrap()
+                .into(),
+        ),
+        (
+            "gcra",
+            Gcra::new(1_000_000, second, 1_000_000).unwrap().into(),
+        ),
+    ]
+}
+
+fn decisions(c: &mut Criterion) {
+    let keys: Vec<String> = (0..KEYS).map(|i| format!("user:{i}")).collect();
+    for (shape, key_count) in [("one hot key", 1), ("100k keys", KEYS)] {
+        let mut group = c.benchmark_group(format!("acquire, {shape}"));
+        let quota = Quota::per_second(NonZeroU32::new(1_000_000).unwrap());
+        let governor = RateLimiter::keyed(quota);
+        let mut i = 0;
+        group.bench_function("governor (peer, GCRA)", |b| {
+            b.iter(|| {
+                i = (i + 1) % key_count;
+                black_box(governor.check_key(&keys[i]).is_ok())
+            })
+        });
+        for (name, rule) in algorithms() {
+            let store = MemoryBackend::with_max_keys(KEYS);
+            let mut i = 0;
+            group.bench_function(BenchmarkId::new("edgelimit", name), |b| {
+                b.iter(|| {
+                    i = (i + 1) % key_count;
+                    black_box(ready(store.acquire(&keys[i], 1.0, rule)).unwrap().allowed)
+                })
+            });
+        }
+        group.finish();
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
+    targets = decisions
+}
+criterion_main!(benches);

@@ -41,6 +41,38 @@ pub enum Error {
         /// The most the limit can ever admit at once.
         capacity: u64,
     },
+    /// The server could not be reached, or the connection failed before a reply.
+    #[error("network error: {message}")]
+    Network {
+        /// What the platform reported.
+        message: String,
+    },
+    /// No reply within the configured timeout.
+    #[error("no reply within {} ms", after.as_millis())]
+    Timeout {
+        /// The timeout that elapsed.
+        after: std::time::Duration,
+    },
+    /// The server replied with an HTTP error (401 bad token, 5xx, ...).
+    #[error("HTTP {status}: {message}")]
+    Http {
+        /// The HTTP status code.
+        status: u16,
+        /// The server's `error` field, or the body.
+        message: String,
+    },
+    /// Redis answered the command with an error.
+    #[error("redis error: {message}")]
+    Redis {
+        /// Redis's error message (`NOSCRIPT ...`, `WRONGTYPE ...`).
+        message: String,
+    },
+    /// The reply was not what the protocol or the script promises.
+    #[error("malformed reply: {message}")]
+    MalformedReply {
+        /// What was wrong with it.
+        message: String,
+    },
 }
 
 /// `Result` with edgelimit's [`Error`].

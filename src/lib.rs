@@ -41,6 +41,7 @@ mod clock;
 mod decision;
 mod duration;
 mod error;
+pub mod transport;
 
 pub use algorithm::{Algorithm, FixedWindow, Gcra, Policy, SlidingWindow, TokenBucket};
 pub use backend::{Backend, MaybeSendSync, MemoryBackend};

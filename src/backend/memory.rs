@@ -5,9 +5,8 @@ use crate::algorithm::{Algorithm, State};
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::Result;
-use lru::LruCache;
+use hashbrown::HashTable;
 use std::hash::BuildHasher;
-use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -17,13 +16,17 @@ pub const DEFAULT_MAX_KEYS: usize = 100_000;
 /// Most shards a backend splits its keys over, to spread lock contention between threads.
 const MAX_SHARDS: usize = 16;
 
+/// Fewest inserts between two sweeps of a shard.
+const MIN_SWEEP_INTERVAL: usize = 64;
+
 /// The embedded store: keeps each key's state in this process and runs the algorithm's pure transition
 /// under a lock, so every decision is atomic per key.
 ///
 /// Memory stays bounded: a key is forgotten once its state is the same as a new key's (a window that
-/// has passed, a refilled bucket), and beyond `max_keys` the least recently used key is evicted.
-/// Keys are spread over up to 16 shards, each holding `max_keys / shards` keys in its own LRU order.
-/// A key costs about 130 bytes plus its length (measured in `tests/memory_backend.rs`).
+/// has passed, a refilled bucket), and a full store evicts its least recently used keys, an eighth of
+/// them at a time so that eviction costs O(1) per insert. Keys are spread over up to 16 shards, each
+/// with its own lock and `max_keys / shards` keys. A key costs about 90 bytes plus its length
+/// (measured in `tests/memory_cost.rs`: 108 bytes for a 16-byte key).
 pub struct MemoryBackend {
     shards: Box<[Mutex<Shard>]>,
     hasher: foldhash::fast::RandomState,
@@ -31,14 +34,19 @@ pub struct MemoryBackend {
 }
 
 struct Shard {
-    entries: LruCache<Box<str>, Entry>,
-    inserts_since_sweep: usize,
+    slots: HashTable<Slot>,
+    max_keys: usize,
+    /// Counts accesses; a slot's `used_at` is the count at its last use, for LRU eviction.
+    ticks: u64,
+    inserts_until_sweep: usize,
 }
 
-struct Entry {
+struct Slot {
+    key: Box<str>,
     state: State,
     /// From this time (microseconds) on, `state` is the same as no state.
     idle_at: u64,
+    used_at: u64,
 }
 
 impl Default for MemoryBackend {
@@ -57,12 +65,13 @@ impl MemoryBackend {
     pub fn with_max_keys(max_keys: usize) -> Self {
         let max_keys = max_keys.max(1);
         let shard_count = MAX_SHARDS.min(1 << max_keys.ilog2());
-        let per_shard = NonZeroUsize::new(max_keys / shard_count).unwrap_or(NonZeroUsize::MIN);
         let shards = (0..shard_count)
             .map(|_| {
                 Mutex::new(Shard {
-                    entries: LruCache::new(per_shard),
-                    inserts_since_sweep: 0,
+                    slots: HashTable::new(),
+                    max_keys: max_keys / shard_count,
+                    ticks: 0,
+                    inserts_until_sweep: MIN_SWEEP_INTERVAL,
                 })
             })
             .collect();
@@ -81,13 +90,13 @@ impl MemoryBackend {
 
     /// The most keys this store keeps.
     pub fn max_keys(&self) -> usize {
-        self.shards.len() * self.lock(0).entries.cap().get()
+        self.shards.len() * self.lock(0).max_keys
     }
 
     /// How many keys are stored now (including some that are already idle but not yet swept).
     pub fn len(&self) -> usize {
         (0..self.shards.len())
-            .map(|i| self.lock(i).entries.len())
+            .map(|i| self.lock(i).slots.len())
             .sum()
     }
 
@@ -104,35 +113,46 @@ impl MemoryBackend {
         f: impl FnOnce(Option<&State>, u64) -> Result<(State, T)>,
     ) -> Result<T> {
         let now = self.clock.now_micros();
-        let mut shard = self.lock(self.shard_of(key));
-        let live = shard
-            .entries
-            .get(key)
-            .filter(|entry| now < entry.idle_at)
-            .map(|entry| entry.state);
-        let (state, answer) = f(live.as_ref(), now)?;
-        let entry = Entry {
+        let hash = self.hasher.hash_one(key);
+        let mut shard = self.lock(self.shard_of(hash));
+        shard.ticks += 1;
+        let used_at = shard.ticks;
+        if let Some(slot) = shard.slots.find_mut(hash, |slot| &*slot.key == key) {
+            let (state, answer) = f((now < slot.idle_at).then_some(&slot.state), now)?;
+            slot.idle_at = params.idle_at(&state);
+            slot.state = state;
+            slot.used_at = used_at;
+            return Ok(answer);
+        }
+        let (state, answer) = f(None, now)?;
+        let slot = Slot {
+            key: key.into(),
             idle_at: params.idle_at(&state),
             state,
+            used_at,
         };
-        shard.store(key, entry, now);
+        if slot.idle_at > now {
+            shard.insert(hash, slot, now, &self.hasher);
+        }
         Ok(answer)
     }
 
     /// Reads `key`'s live state under its shard's lock.
     fn read<T>(&self, key: &str, f: impl FnOnce(Option<&State>, u64) -> T) -> T {
         let now = self.clock.now_micros();
-        let shard = self.lock(self.shard_of(key));
-        let live = shard
-            .entries
-            .peek(key)
-            .filter(|entry| now < entry.idle_at)
-            .map(|entry| entry.state);
-        f(live.as_ref(), now)
+        let hash = self.hasher.hash_one(key);
+        let shard = self.lock(self.shard_of(hash));
+        let slot = shard.slots.find(hash, |slot| &*slot.key == key);
+        f(
+            slot.filter(|slot| now < slot.idle_at)
+                .map(|slot| &slot.state),
+            now,
+        )
     }
 
-    fn shard_of(&self, key: &str) -> usize {
-        (self.hasher.hash_one(key) >> 32) as usize & (self.shards.len() - 1)
+    /// The shard for a key's hash: bits the hash table does not use for small tables.
+    fn shard_of(&self, hash: u64) -> usize {
+        (hash >> 32) as usize & (self.shards.len() - 1)
     }
 
     fn lock(&self, shard: usize) -> MutexGuard<'_, Shard> {
@@ -144,35 +164,27 @@ impl MemoryBackend {
 }
 
 impl Shard {
-    /// Stores `entry` under `key`, or drops the key if the entry is already idle; now and then sweeps
-    /// idle keys, after as many inserts as there are keys, so the sweep costs O(1) per insert.
-    fn store(&mut self, key: &str, entry: Entry, now: u64) {
-        if entry.idle_at <= now {
-            self.entries.pop(key);
-            return;
+    /// Inserts a new key, first making room if the shard is full, and now and then sweeping out idle
+    /// keys (after as many inserts as there were keys at the last sweep, so O(1) per insert).
+    fn insert(&mut self, hash: u64, slot: Slot, now: u64, hasher: &foldhash::fast::RandomState) {
+        self.inserts_until_sweep = self.inserts_until_sweep.saturating_sub(1);
+        if self.inserts_until_sweep == 0 || self.slots.len() >= self.max_keys {
+            self.slots.retain(|slot| slot.idle_at > now);
+            self.inserts_until_sweep = self.slots.len().max(MIN_SWEEP_INTERVAL);
         }
-        if let Some(existing) = self.entries.get_mut(key) {
-            *existing = entry;
-            return;
+        if self.slots.len() >= self.max_keys {
+            self.evict_least_recently_used();
         }
-        self.entries.push(key.into(), entry);
-        self.inserts_since_sweep += 1;
-        if self.inserts_since_sweep >= self.entries.len() {
-            self.sweep(now);
-        }
+        self.slots
+            .insert_unique(hash, slot, |slot| hasher.hash_one(&*slot.key));
     }
 
-    fn sweep(&mut self, now: u64) {
-        let idle: Vec<Box<str>> = self
-            .entries
-            .iter()
-            .filter(|(_, entry)| entry.idle_at <= now)
-            .map(|(key, _)| key.clone())
-            .collect();
-        for key in idle {
-            self.entries.pop(&key);
-        }
-        self.inserts_since_sweep = 0;
+    /// Drops the least recently used eighth of the keys (at least one).
+    fn evict_least_recently_used(&mut self) {
+        let mut uses: Vec<u64> = self.slots.iter().map(|slot| slot.used_at).collect();
+        let count = (self.max_keys / 8).clamp(1, uses.len());
+        let (_, &mut newest_evicted, _) = uses.select_nth_unstable(count - 1);
+        self.slots.retain(|slot| slot.used_at > newest_evicted);
     }
 }
 
@@ -202,7 +214,11 @@ impl Backend for MemoryBackend {
     }
 
     async fn reset(&self, key: &str, _params: Algorithm) -> Result<()> {
-        self.lock(self.shard_of(key)).entries.pop(key);
+        let hash = self.hasher.hash_one(key);
+        let mut shard = self.lock(self.shard_of(hash));
+        if let Ok(slot) = shard.slots.find_entry(hash, |slot| &*slot.key == key) {
+            slot.remove();
+        }
         Ok(())
     }
 

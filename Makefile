@@ -1,0 +1,33 @@
+# edgelimit's commands. A newcomer needs two: `make demo` and `make test`.
+SHELL := /bin/bash
+export PATH := $(HOME)/.cargo/bin:$(CURDIR)/node_modules/.bin:$(PATH)
+
+.PHONY: bootstrap lint build test demo bench
+
+## Install what is missing (wasm32 target, wasm-bindgen-cli, wasm-pack, redis-server, chromium, npm packages).
+bootstrap:
+	bash scripts/bootstrap.sh
+
+## Formatting and clippy, natively and for wasm32, warnings as errors.
+lint: bootstrap
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	cargo clippy -p edgelimit --target wasm32-unknown-unknown -- -D warnings
+
+## The WebAssembly build of the crate.
+build: bootstrap
+	cargo build -p edgelimit --release --target wasm32-unknown-unknown
+
+## Everything: lint, every test, and the wasm32 release build.
+test: lint
+	cargo test --workspace
+	$(MAKE) --no-print-directory build
+
+## Every algorithm on the in-memory backend, decision by decision.
+demo: bootstrap
+	cargo run -q --example demo
+
+## Benchmarks beside the peers, measured in the same run; tables in target/bench/.
+bench: bootstrap
+	cargo bench --bench memory_backend
+	mkdir -p target/bench && python3 scripts/criterion_table.py target/criterion | tee target/bench/memory_backend.md
