@@ -1,1 +1,133 @@
-fn main() {}
+//! `edgelimit-gateway`: an Upstash-compatible REST server in front of redis-server.
+
+mod auth;
+mod command;
+mod config;
+mod encoding;
+mod error;
+mod policy;
+mod redis_pool;
+mod routes;
+mod scripts;
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::{HeaderName, Method};
+use axum::serve::ListenerExt;
+use axum::Router;
+use clap::Parser;
+use tower_http::cors::{Any, CorsLayer};
+use tracing_subscriber::EnvFilter;
+
+use crate::auth::TokenTable;
+use crate::config::{Args, Config};
+use crate::policy::Policy;
+use crate::redis_pool::Backend;
+use crate::routes::{App, SYNC_TOKEN};
+use crate::scripts::ScriptMap;
+
+fn build_app(config: &Config) -> Result<Arc<App>, String> {
+    let backends = config
+        .redis_urls
+        .iter()
+        .map(|url| Backend::new(url, config.timeout, config.multi_connections))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Arc::new(App {
+        backends,
+        tokens: TokenTable::new(&config.tokens),
+        policy: Policy::new(&config.denied),
+        scripts: ScriptMap::new(),
+        max_body_bytes: config.max_body_bytes,
+        sync_counter: AtomicU64::new(0),
+    }))
+}
+
+/// CORS for browser pages: any origin, the methods of the protocol, any request header.
+fn cors() -> CorsLayer {
+    CorsLayer::new()
+        .allow_origin(Any)
+        .allow_methods([Method::GET, Method::HEAD, Method::POST, Method::PUT])
+        .allow_headers(Any)
+        .expose_headers([HeaderName::from_static(SYNC_TOKEN)])
+        .max_age(Duration::from_secs(86_400))
+}
+
+/// Resolves on SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
+    }
+    tracing::info!("shutdown signal received, finishing in-flight requests");
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let config = match Config::from_args(Args::parse()) {
+        Ok(config) => config,
+        Err(message) => {
+            eprintln!("edgelimit-gateway: {message}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let app = match build_app(&config) {
+        Ok(app) => app,
+        Err(message) => {
+            eprintln!("edgelimit-gateway: {message}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let router = Router::new()
+        .fallback(routes::handle)
+        .with_state(app)
+        .layer(cors());
+    let listener = match tokio::net::TcpListener::bind(config.listen).await {
+        Ok(listener) => listener,
+        Err(e) => {
+            eprintln!("edgelimit-gateway: cannot listen on {}: {e}", config.listen);
+            return std::process::ExitCode::from(1);
+        }
+    };
+    tracing::info!(
+        listen = %config.listen,
+        databases = config.redis_urls.len(),
+        tokens = config.tokens.len(),
+        "edgelimit-gateway listening"
+    );
+    // Replies are written in one piece; do not let Nagle hold them back.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    match axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+    {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("edgelimit-gateway: server error: {e}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! Load generator for `bench/gateway/run.sh` (loopback only, bounded in time).
+//!
+//! `load URL TOKEN SHA MODE CONCURRENCY SECONDS` where MODE is `single` (one EVALSHA per
+//! request) or `pipeline16` (16 EVALSHA per `/pipeline` request). Prints Redis commands per
+//! second.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, url, token, sha, mode, concurrency, seconds] = args.as_slice() else {
+        return Err("usage: load URL TOKEN SHA single|pipeline16 CONCURRENCY SECONDS".into());
+    };
+    if !url.starts_with("http://127.0.0.1:") {
+        return Err("loopback URLs only".into());
+    }
+    let concurrency: usize = concurrency.parse()?;
+    let duration = Duration::from_secs_f64(seconds.parse::<f64>()?.min(30.0));
+    let (path, body, per_request) = match mode.as_str() {
+        "single" => (
+            "/",
+            format!(r#"["EVALSHA","{sha}",1,"bench:k","60000"]"#),
+            1,
+        ),
+        "pipeline16" => {
+            let items: Vec<String> = (0..16)
+                .map(|i| format!(r#"["EVALSHA","{sha}",1,"bench:k{i}","60000"]"#))
+                .collect();
+            ("/pipeline", format!("[{}]", items.join(",")), 16)
+        }
+        other => return Err(format!("unknown mode {other}").into()),
+    };
+    let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    connector.set_nodelay(true);
+    let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new())
+        .pool_max_idle_per_host(concurrency)
+        .build(connector);
+    let uri: hyper::Uri = format!("{url}{path}").parse()?;
+    let auth = format!("Bearer {token}");
+    let body = Bytes::from(body);
+    let done = Arc::new(AtomicU64::new(0));
+    let errors = Arc::new(AtomicU64::new(0));
+    let deadline = Instant::now() + duration;
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..concurrency {
+        let (client, uri, auth, body) = (client.clone(), uri.clone(), auth.clone(), body.clone());
+        let (done, errors) = (done.clone(), errors.clone());
+        tasks.push(tokio::spawn(async move {
+            while Instant::now() < deadline {
+                let request = hyper::Request::post(uri.clone())
+                    .header("authorization", &auth)
+                    .header("content-type", "application/json")
+                    .body(Full::new(body.clone()));
+                let Ok(request) = request else { break };
+                match client.request(request).await {
+                    Ok(response) => {
+                        let ok = response.status().is_success();
+                        let bytes = response.into_body().collect().await.map(|b| b.to_bytes());
+                        if ok && bytes.is_ok_and(|b| !b.windows(8).any(|w| w == b"\"error\":")) {
+                            done.fetch_add(1, Ordering::Relaxed);
+                        } else {
+                            errors.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    Err(_) => {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        }));
+    }
+    for task in tasks {
+        task.await?;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let errors = errors.load(Ordering::Relaxed);
+    if errors > 0 {
+        eprintln!("load: {errors} failed requests");
+    }
+    let commands = done.load(Ordering::Relaxed) * per_request;
+    println!("{:.0}", commands as f64 / elapsed);
+    Ok(())
+}

@@ -1,0 +1,127 @@
+//! Token lookup: `Authorization: Bearer` or `?_token=`, compared in constant time.
+
+use axum::http::{header, HeaderMap};
+use subtle::ConstantTimeEq;
+
+use crate::config::TokenSpec;
+
+/// What a valid token grants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    /// Index of the Redis backend.
+    pub backend: usize,
+    /// Only read commands allowed.
+    pub readonly: bool,
+}
+
+/// All accepted tokens, stored as SHA-1 digests so that every comparison has the same length.
+#[derive(Debug)]
+pub struct TokenTable {
+    entries: Vec<([u8; 20], Grant)>,
+}
+
+fn digest(bytes: &[u8]) -> [u8; 20] {
+    sha1_smol::Sha1::from(bytes).digest().bytes()
+}
+
+impl TokenTable {
+    /// Builds the table from the configured tokens.
+    pub fn new(tokens: &[TokenSpec]) -> Self {
+        let entries = tokens
+            .iter()
+            .map(|t| {
+                (
+                    digest(t.token.as_bytes()),
+                    Grant {
+                        backend: t.backend,
+                        readonly: t.readonly,
+                    },
+                )
+            })
+            .collect();
+        Self { entries }
+    }
+
+    /// Finds the grant of a presented token. Compares against every entry without
+    /// stopping early, on fixed-size digests, so timing reveals neither length nor prefix.
+    pub fn lookup(&self, presented: &[u8]) -> Option<Grant> {
+        let presented = digest(presented);
+        let mut found = None;
+        for (stored, grant) in &self.entries {
+            if bool::from(stored.ct_eq(&presented)) {
+                found = Some(*grant);
+            }
+        }
+        found
+    }
+
+    /// Authenticates a request from its headers and query string.
+    pub fn authenticate(&self, headers: &HeaderMap, query: Option<&str>) -> Option<Grant> {
+        let token = bearer(headers).or_else(|| query_token(query?))?;
+        self.lookup(&token)
+    }
+}
+
+/// The token of an `Authorization: Bearer <token>` header (scheme in any case).
+fn bearer(headers: &HeaderMap) -> Option<Vec<u8>> {
+    let value = headers.get(header::AUTHORIZATION)?.as_bytes();
+    let value = value.trim_ascii();
+    if value.len() < 7 || !value[..7].eq_ignore_ascii_case(b"bearer ") {
+        return None;
+    }
+    Some(value[7..].trim_ascii().to_vec())
+}
+
+/// The percent-decoded value of `_token` in a query string.
+fn query_token(query: &str) -> Option<Vec<u8>> {
+    query.split('&').find_map(|pair| {
+        let (name, value) = pair.split_once('=')?;
+        (name == "_token").then(|| {
+            let value = value.replace('+', " ");
+            percent_encoding::percent_decode_str(&value).collect()
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> TokenTable {
+        TokenTable::new(&[
+            TokenSpec {
+                token: "secret".into(),
+                backend: 0,
+                readonly: false,
+            },
+            TokenSpec {
+                token: "reader".into(),
+                backend: 1,
+                readonly: true,
+            },
+        ])
+    }
+
+    #[test]
+    fn finds_tokens_by_header_and_query() {
+        let t = table();
+        let mut h = HeaderMap::new();
+        h.insert("AUTHORIZATION", "bearer secret".parse().unwrap());
+        assert_eq!(t.authenticate(&h, None).map(|g| g.backend), Some(0));
+        let empty = HeaderMap::new();
+        let g = t.authenticate(&empty, Some("a=1&_token=reader")).unwrap();
+        assert!(g.readonly);
+        assert_eq!(g.backend, 1);
+    }
+
+    #[test]
+    fn rejects_wrong_and_differently_sized_tokens() {
+        let t = table();
+        assert!(t.lookup(b"secre").is_none());
+        assert!(t.lookup(b"secret-but-longer").is_none());
+        assert!(t.lookup(b"").is_none());
+        let mut h = HeaderMap::new();
+        h.insert("authorization", "Basic secret".parse().unwrap());
+        assert!(t.authenticate(&h, None).is_none());
+    }
+}

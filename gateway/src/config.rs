@@ -1,0 +1,180 @@
+//! Command-line flags, environment variables and the token file.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+/// Commands refused by default: they can wipe or reconfigure the whole server.
+pub const DEFAULT_DENIED: &str =
+    "FLUSHALL,FLUSHDB,CONFIG,SHUTDOWN,DEBUG,MODULE,ACL,SAVE,BGSAVE,BGREWRITEAOF,REPLICAOF,SLAVEOF,FAILOVER,MIGRATE,SWAPDB";
+
+/// Upstash-compatible REST gateway in front of redis-server.
+///
+/// Accepts the Upstash REST protocol (`POST /` command arrays, the path form `/set/k/v`,
+/// `/pipeline`, `/multi-exec`) and forwards it to Redis. One process can serve several
+/// independent databases: each token maps to one Redis URL (see `--tokens`).
+#[derive(Debug, Parser)]
+#[command(name = "edgelimit-gateway", version, about, long_about)]
+pub struct Args {
+    /// Address to listen on.
+    #[arg(long, env = "GATEWAY_LISTEN", default_value = "127.0.0.1:8079")]
+    pub listen: SocketAddr,
+
+    /// Redis URL used by `--token` and `--readonly-token`, e.g. redis://127.0.0.1:6379/0.
+    #[arg(long = "redis", env = "GATEWAY_REDIS_URL", value_name = "URL")]
+    pub redis: Option<String>,
+
+    /// Read-write token for `--redis` (sent as `Authorization: Bearer <token>` or `?_token=`).
+    #[arg(long, env = "GATEWAY_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+
+    /// Read-only token for `--redis`: only read commands are accepted with it.
+    #[arg(long, env = "GATEWAY_READONLY_TOKEN", hide_env_values = true)]
+    pub readonly_token: Option<String>,
+
+    /// File mapping tokens to Redis URLs, one per line: `<token> <redis-url> [rw|ro]`.
+    /// Blank lines and lines starting with `#` are ignored. Tokens that share a URL share
+    /// its connections; different URLs are independent databases (e.g. regions).
+    #[arg(long, env = "GATEWAY_TOKENS_FILE", value_name = "FILE")]
+    pub tokens: Option<PathBuf>,
+
+    /// Time a request may wait for Redis (connecting included) before a 504 JSON error.
+    #[arg(long, env = "GATEWAY_TIMEOUT_MS", default_value_t = 5000)]
+    pub timeout_ms: u64,
+
+    /// Largest accepted request body in bytes; larger bodies get a 413 JSON error.
+    #[arg(long, env = "GATEWAY_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
+    pub max_body_bytes: usize,
+
+    /// Comma-separated commands refused with 403 (case-insensitive). Pass an empty string
+    /// to deny nothing.
+    #[arg(long, env = "GATEWAY_DENY_COMMANDS", default_value = DEFAULT_DENIED)]
+    pub deny_commands: String,
+
+    /// Most dedicated Redis connections open at once for `/multi-exec` (per Redis URL).
+    #[arg(long, env = "GATEWAY_MULTI_CONNECTIONS", default_value_t = 32)]
+    pub multi_connections: usize,
+}
+
+/// One token and what it may reach.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenSpec {
+    /// The secret itself.
+    pub token: String,
+    /// Index into [`Config::redis_urls`].
+    pub backend: usize,
+    /// Whether only read commands are allowed.
+    pub readonly: bool,
+}
+
+/// Validated settings the server runs with.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// Distinct Redis URLs, one backend each.
+    pub redis_urls: Vec<String>,
+    /// All accepted tokens.
+    pub tokens: Vec<TokenSpec>,
+    /// Per-request deadline for Redis work.
+    pub timeout: Duration,
+    /// Body size limit.
+    pub max_body_bytes: usize,
+    /// Upper-case names of denied commands.
+    pub denied: Vec<String>,
+    /// Dedicated connections per backend for transactions.
+    pub multi_connections: usize,
+}
+
+impl Config {
+    /// Validates the flags and reads the token file.
+    pub fn from_args(args: Args) -> Result<Self, String> {
+        let mut config = Config {
+            listen: args.listen,
+            redis_urls: Vec::new(),
+            tokens: Vec::new(),
+            timeout: Duration::from_millis(args.timeout_ms.max(1)),
+            max_body_bytes: args.max_body_bytes,
+            denied: args
+                .deny_commands
+                .split(',')
+                .map(|c| c.trim().to_ascii_uppercase())
+                .filter(|c| !c.is_empty())
+                .collect(),
+            multi_connections: args.multi_connections.max(1),
+        };
+        if args.token.is_some() || args.readonly_token.is_some() {
+            let url = args
+                .redis
+                .clone()
+                .ok_or("--token/--readonly-token need --redis URL")?;
+            if let Some(token) = args.token {
+                config.add(token, &url, false)?;
+            }
+            if let Some(token) = args.readonly_token {
+                config.add(token, &url, true)?;
+            }
+        } else if args.redis.is_some() && args.tokens.is_none() {
+            return Err("--redis needs --token (or --readonly-token)".into());
+        }
+        if let Some(path) = &args.tokens {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read tokens file {}: {e}", path.display()))?;
+            for (n, line) in text.lines().enumerate() {
+                let line = line.trim();
+                if line.is_empty() || line.starts_with('#') {
+                    continue;
+                }
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                let readonly = match fields.get(2).copied() {
+                    None | Some("rw") => false,
+                    Some("ro") => true,
+                    Some(other) => {
+                        return Err(format!(
+                            "{}:{}: third field must be rw or ro, got {other:?}",
+                            path.display(),
+                            n + 1
+                        ))
+                    }
+                };
+                if fields.len() < 2 || fields.len() > 3 {
+                    return Err(format!(
+                        "{}:{}: expected `<token> <redis-url> [rw|ro]`",
+                        path.display(),
+                        n + 1
+                    ));
+                }
+                config.add(fields[0].to_owned(), fields[1], readonly)?;
+            }
+        }
+        if config.tokens.is_empty() {
+            return Err("no token configured: use --token with --redis, or --tokens FILE".into());
+        }
+        Ok(config)
+    }
+
+    fn add(&mut self, token: String, url: &str, readonly: bool) -> Result<(), String> {
+        if token.is_empty() {
+            return Err("tokens must not be empty".into());
+        }
+        if self.tokens.iter().any(|t| t.token == token) {
+            return Err("the same token is configured twice".into());
+        }
+        redis::Client::open(url).map_err(|e| format!("invalid Redis URL {url:?}: {e}"))?;
+        let backend = match self.redis_urls.iter().position(|u| u == url) {
+            Some(i) => i,
+            None => {
+                self.redis_urls.push(url.to_owned());
+                self.redis_urls.len() - 1
+            }
+        };
+        self.tokens.push(TokenSpec {
+            token,
+            backend,
+            readonly,
+        });
+        Ok(())
+    }
+}

@@ -1,0 +1,162 @@
+//! Connections to one Redis server: a shared multiplexed connection for single commands and
+//! pipelines, and a small pool of dedicated connections for `/multi-exec`.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redis::aio::{
+    ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection,
+};
+use redis::{AsyncConnectionConfig, Client, Cmd, Pipeline, RedisError, Value};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::command::Command;
+use crate::error::GatewayError;
+
+/// One Redis server (one database) behind the gateway.
+pub struct Backend {
+    client: Client,
+    shared: ConnectionManager,
+    idle: Arc<Mutex<Vec<MultiplexedConnection>>>,
+    slots: Arc<Semaphore>,
+    timeout: Duration,
+}
+
+fn to_cmd(command: &Command) -> Cmd {
+    let mut cmd = Cmd::new();
+    for arg in &command.args {
+        cmd.arg(arg.as_slice());
+    }
+    cmd
+}
+
+fn io_error(error: RedisError) -> GatewayError {
+    if error.is_timeout() {
+        GatewayError::Timeout
+    } else {
+        GatewayError::Unavailable(error.to_string())
+    }
+}
+
+impl Backend {
+    /// Prepares the connections; nothing is opened until the first request, so the gateway
+    /// starts (and keeps running) while Redis is down.
+    pub fn new(url: &str, timeout: Duration, dedicated: usize) -> Result<Self, String> {
+        let client = Client::open(url).map_err(|e| format!("invalid Redis URL {url:?}: {e}"))?;
+        let connect_timeout = timeout.min(Duration::from_secs(2));
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(connect_timeout))
+            .set_response_timeout(Some(timeout))
+            .set_number_of_retries(1)
+            .set_min_delay(Duration::from_millis(20))
+            .set_max_delay(Duration::from_millis(200));
+        let shared = ConnectionManager::new_lazy_with_config(client.clone(), config)
+            .map_err(|e| format!("cannot set up Redis connection to {url:?}: {e}"))?;
+        Ok(Self {
+            client,
+            shared,
+            idle: Arc::new(Mutex::new(Vec::new())),
+            slots: Arc::new(Semaphore::new(dedicated)),
+            timeout,
+        })
+    }
+
+    /// Runs commands as one pipeline (one write, one round trip) on the shared connection and
+    /// returns one reply per command; error replies are `Value::ServerError` items.
+    pub async fn pipeline(&self, commands: &[Command]) -> Result<Vec<Value>, GatewayError> {
+        let mut pipe = Pipeline::with_capacity(commands.len());
+        for command in commands {
+            pipe.add_command(to_cmd(command));
+        }
+        let mut conn = self.shared.clone();
+        let run = async move { conn.req_packed_commands(&pipe, 0, commands.len()).await };
+        match tokio::time::timeout(self.timeout, run).await {
+            Ok(Ok(values)) => Ok(values),
+            Ok(Err(e)) => Err(io_error(e)),
+            Err(_) => Err(GatewayError::Timeout),
+        }
+    }
+
+    /// Runs `MULTI`, the commands and `EXEC` in one round trip on a connection that no other
+    /// request uses meanwhile, and returns the reply of `EXEC` (an array, nil, or an error).
+    pub async fn transaction(&self, commands: &[Command]) -> Result<Value, GatewayError> {
+        let run = async {
+            let mut lease = self.lease().await?;
+            let mut pipe = Pipeline::with_capacity(commands.len() + 2);
+            pipe.add_command(redis::cmd("MULTI"));
+            for command in commands {
+                pipe.add_command(to_cmd(command));
+            }
+            pipe.add_command(redis::cmd("EXEC"));
+            let conn = lease.conn.as_mut().ok_or(GatewayError::Timeout)?;
+            let mut values = conn
+                .req_packed_commands(&pipe, 0, commands.len() + 2)
+                .await
+                .map_err(io_error)?;
+            lease.release();
+            values
+                .pop()
+                .ok_or_else(|| GatewayError::Unavailable("redis sent no reply to EXEC".to_owned()))
+        };
+        match tokio::time::timeout(self.timeout, run).await {
+            Ok(result) => result,
+            Err(_) => Err(GatewayError::Timeout),
+        }
+    }
+
+    /// Takes an idle dedicated connection or opens a new one.
+    async fn lease(&self) -> Result<Lease, GatewayError> {
+        let permit = self
+            .slots
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| GatewayError::Unavailable("shutting down".to_owned()))?;
+        let idle = self.idle.lock().ok().and_then(|mut idle| idle.pop());
+        let conn = match idle {
+            Some(conn) => conn,
+            None => {
+                let config = AsyncConnectionConfig::new()
+                    .set_connection_timeout(Some(self.timeout))
+                    .set_response_timeout(Some(self.timeout));
+                self.client
+                    .get_multiplexed_async_connection_with_config(&config)
+                    .await
+                    .map_err(io_error)?
+            }
+        };
+        Ok(Lease {
+            conn: Some(conn),
+            idle: self.idle.clone(),
+            released: false,
+            _permit: permit,
+        })
+    }
+}
+
+/// A dedicated connection checked out for one transaction. It goes back to the pool only
+/// after a complete round trip; if the request fails or is cancelled midway, the connection
+/// (whose state is unknown) is dropped.
+struct Lease {
+    conn: Option<MultiplexedConnection>,
+    idle: Arc<Mutex<Vec<MultiplexedConnection>>>,
+    released: bool,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Lease {
+    fn release(&mut self) {
+        self.released = true;
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if !self.released {
+            return;
+        }
+        if let (Some(conn), Ok(mut idle)) = (self.conn.take(), self.idle.lock()) {
+            idle.push(conn);
+        }
+    }
+}
