@@ -1,0 +1,39 @@
+//! How Upstash REST requests reach the server: one HTTP POST, whatever the platform.
+//!
+//! A [`Transport`] only moves bytes: it POSTs a JSON body to a path under the server's URL with the
+//! bearer token, and returns the status and body. Encoding commands and decoding replies is the same on
+//! every platform and lives in [`crate::redis`].
+
+#[cfg(target_arch = "wasm32")]
+mod fetch;
+#[cfg(all(feature = "native", not(target_arch = "wasm32")))]
+mod native;
+
+#[cfg(target_arch = "wasm32")]
+pub use fetch::FetchTransport;
+#[cfg(all(feature = "native", not(target_arch = "wasm32")))]
+pub use native::HttpTransport;
+
+use crate::backend::MaybeSendSync;
+use crate::error::Result;
+
+/// An HTTP reply: status code and body text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpReply {
+    /// The HTTP status code.
+    pub status: u16,
+    /// The body, as text.
+    pub body: String,
+}
+
+/// Sends one request to an Upstash-compatible REST server.
+///
+/// Implementations add `Authorization: Bearer <token>` and `Content-Type: application/json`, apply
+/// their timeout, and map failures to [`crate::Error::Network`] (no reply at all) or
+/// [`crate::Error::Timeout`]. Any reply, whatever its status, is returned as an [`HttpReply`].
+#[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]
+#[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
+pub trait Transport: MaybeSendSync {
+    /// POSTs `body` (JSON) to `path` (such as `"/pipeline"`) under the server's base URL.
+    async fn post(&self, path: &str, body: String) -> Result<HttpReply>;
+}
