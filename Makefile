@@ -12,7 +12,7 @@ bootstrap:
 lint: bootstrap
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	cargo clippy -p edgelimit --target wasm32-unknown-unknown -- -D warnings
+	cargo clippy -p edgelimit --target wasm32-unknown-unknown --tests -- -D warnings
 
 ## The WebAssembly build of the crate.
 build: bootstrap
@@ -21,6 +21,8 @@ build: bootstrap
 ## Everything: lint, every test, and the wasm32 release build.
 test: lint
 	cargo test --workspace
+	bash scripts/with_gateway.sh wasm-pack test --node
+	bash scripts/with_gateway.sh wasm-pack test --headless --chrome
 	$(MAKE) --no-print-directory build
 
 ## Every algorithm on the in-memory backend, decision by decision.

@@ -41,6 +41,7 @@ mod clock;
 mod decision;
 mod duration;
 mod error;
+pub mod redis;
 pub mod transport;
 
 pub use algorithm::{Algorithm, FixedWindow, Gcra, Policy, SlidingWindow, TokenBucket};
@@ -49,3 +50,4 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
 pub use duration::{duration_from_millis, parse_duration, MAX_DURATION_MS};
 pub use error::{Error, Result};
+pub use redis::RedisBackend;

@@ -1,0 +1,31 @@
+
+-- Fixed window, with the keys, values and TTLs of @upstash/ratelimit: one string counter per window,
+-- counting denied requests too. Mirrors FixedWindow::acquire in fixed_window.rs.
+-- KEYS: counters of consecutive windows, KEYS[1] being window ARGV[2].
+-- ARGV: now (µs or ""), window of KEYS[1], window length (ms), limit, cost.
+-- Reply: {allowed (0/1), now (µs), window, count stored before this request}.
+local now = now_micros()
+local keys_from, window_ms, limit, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local window = math.floor(math.floor(now / 1000) / window_ms)
+local key = window_of(keys_from, window)
+local used = math.max(0, tonumber(redis.call('GET', key) or '0'))
+
+local allowed, written = 1, nil
+if cost < 0 then
+  written = math.max(0, used + cost)
+elseif cost > limit then
+  allowed = 0
+elseif cost > 0 then
+  written = used + cost
+  if written > limit then
+    allowed = 0
+  end
+end
+
+if written ~= nil and written ~= used then
+  redis.call('SET', key, written, 'KEEPTTL')
+  if redis.call('PTTL', key) < 0 then
+    redis.call('PEXPIRE', key, window_ms)
+  end
+end
+return {allowed, now, window, used}

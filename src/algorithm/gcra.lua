@@ -1,0 +1,33 @@
+
+-- GCRA: one key holding the theoretical arrival time (TAT) in microseconds. Mirrors Gcra::acquire in
+-- gcra.rs.
+-- KEYS[1]: the TAT, a string of whole microseconds since the epoch.
+-- ARGV: now (µs or ""), emission interval (µs), tolerance (µs), burst, cost.
+-- Reply: {allowed (0/1), now (µs), stored TAT or -1 if none}.
+local now = now_micros()
+local interval, tolerance, burst, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local stored = tonumber(redis.call('GET', KEYS[1]))
+local tat = math.max(stored or now, now)
+
+local allowed, written = 1, nil
+if cost < 0 then
+  written = math.max(tat - math.floor(-cost * interval), now)
+elseif cost > burst then
+  allowed = 0
+elseif cost > 0 then
+  local new_tat = tat + math.ceil(cost * interval)
+  if new_tat - now <= tolerance then
+    written = new_tat
+  else
+    allowed = 0
+  end
+end
+
+if written ~= nil then
+  if written > now then
+    redis.call('SET', KEYS[1], string.format('%d', written), 'PX', math.ceil((written - now) / 1000) + 1000)
+  else
+    redis.call('DEL', KEYS[1])
+  end
+end
+return {allowed, now, stored or -1}

@@ -1,0 +1,50 @@
+
+-- Token bucket, with the key, hash fields and step refills of @upstash/ratelimit. Unlike the peer, a
+-- cost larger than the tokens left is denied, and a bucket refilled to the brim counts as a new one.
+-- Mirrors TokenBucket::acquire in token_bucket.rs.
+-- KEYS[1]: the bucket, a hash {refilledAt (ms), tokens}.
+-- ARGV: now (µs or ""), max tokens, interval (ms), refill rate, cost.
+-- Reply: {allowed (0/1), now (µs), stored refilledAt or -1 if none, stored tokens as a string}.
+local now = now_micros()
+local max_tokens, interval, rate, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local ms = math.floor(now / 1000)
+local stored = redis.call('HMGET', KEYS[1], 'refilledAt', 'tokens')
+local refilled_at, tokens = tonumber(stored[1]), tonumber(stored[2])
+
+local fresh = refilled_at == nil or tokens == nil or tokens >= max_tokens
+if not fresh then
+  fresh = now >= (refilled_at + math.ceil((max_tokens - tokens) / rate) * interval) * 1000
+end
+local bucket_at, level = ms, max_tokens
+if not fresh then
+  local steps = math.floor(math.max(0, ms - refilled_at) / interval)
+  bucket_at = refilled_at + steps * interval
+  level = math.min(max_tokens, tokens + steps * rate)
+end
+
+local allowed, written = 1, nil
+if cost < 0 then
+  written = math.min(max_tokens, level - cost)
+elseif cost > max_tokens then
+  allowed = 0
+elseif cost > 0 then
+  if level >= cost then
+    written = level - cost
+  else
+    allowed = 0
+  end
+end
+
+if written ~= nil then
+  if written >= max_tokens then
+    redis.call('DEL', KEYS[1])
+  else
+    redis.call('HSET', KEYS[1], 'refilledAt', string.format('%d', bucket_at), 'tokens', string.format('%.17g', written))
+    local full_at = bucket_at + math.ceil((max_tokens - written) / rate) * interval
+    redis.call('PEXPIRE', KEYS[1], full_at - ms + 1000)
+  end
+end
+if refilled_at == nil or tokens == nil then
+  return {allowed, now, -1, ''}
+end
+return {allowed, now, refilled_at, string.format('%.17g', tokens)}

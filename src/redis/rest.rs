@@ -1,0 +1,175 @@
+//! The Upstash REST protocol over a [`Transport`]: commands out as JSON, replies and errors back typed.
+
+use crate::error::{Error, Result};
+use crate::transport::{HttpReply, Transport};
+use futures_channel::oneshot;
+use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Mutex, PoisonError};
+use std::task::{Context, Poll};
+
+/// One Redis command: its name and arguments, as strings.
+pub type Command = Vec<String>;
+
+/// A client of an Upstash-compatible REST server. Every request goes to `/pipeline`; with coalescing on,
+/// commands issued by concurrent callers in the same tick share one `/pipeline` request (each command
+/// keeps its own atomicity; a pipeline is not a transaction).
+pub struct RestClient<T> {
+    transport: T,
+    coalesce: bool,
+    queue: Mutex<Vec<Queued>>,
+}
+
+struct Queued {
+    command: Command,
+    reply: oneshot::Sender<Result<Value>>,
+}
+
+impl<T: Transport> RestClient<T> {
+    /// A client sending through `transport`, coalescing concurrent commands.
+    pub fn new(transport: T) -> Self {
+        Self {
+            transport,
+            coalesce: true,
+            queue: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The same client with coalescing on or off (off: one HTTP request per command).
+    pub fn with_coalescing(mut self, coalesce: bool) -> Self {
+        self.coalesce = coalesce;
+        self
+    }
+
+    /// The transport underneath.
+    pub fn transport(&self) -> &T {
+        &self.transport
+    }
+
+    /// Runs one command; Redis errors come back as [`Error::Redis`].
+    pub async fn command(&self, command: Command) -> Result<Value> {
+        if !self.coalesce {
+            let mut replies = self.pipeline(vec![command]).await?;
+            return replies
+                .pop()
+                .unwrap_or_else(|| Err(malformed("an empty pipeline reply")));
+        }
+        let (sender, receiver) = oneshot::channel();
+        self.lock_queue().push(Queued {
+            command,
+            reply: sender,
+        });
+        // Let every caller that is ready in this tick queue its command; the first to resume sends
+        // them all, the others find the queue empty and wait for their reply.
+        YieldOnce(false).await;
+        let batch = std::mem::take(&mut *self.lock_queue());
+        if !batch.is_empty() {
+            let (commands, senders): (Vec<_>, Vec<_>) = batch
+                .into_iter()
+                .map(|queued| (queued.command, queued.reply))
+                .unzip();
+            match self.pipeline(commands).await {
+                Ok(replies) => {
+                    for (sender, reply) in senders.into_iter().zip(replies) {
+                        let _ = sender.send(reply);
+                    }
+                }
+                Err(error) => {
+                    for sender in senders {
+                        let _ = sender.send(Err(error.clone()));
+                    }
+                }
+            }
+        }
+        receiver.await.unwrap_or_else(|_| {
+            Err(Error::Network {
+                message: "the caller sending this command's batch was cancelled".to_owned(),
+            })
+        })
+    }
+
+    fn lock_queue(&self) -> std::sync::MutexGuard<'_, Vec<Queued>> {
+        // Pushing and taking cannot panic halfway, so a poisoned lock still holds a consistent queue.
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sends `commands` as one `/pipeline` request; one result per command, in order.
+    pub async fn pipeline(&self, commands: Vec<Command>) -> Result<Vec<Result<Value>>> {
+        let count = commands.len();
+        let body =
+            serde_json::to_string(&commands).map_err(|error| malformed(&error.to_string()))?;
+        let reply = self.transport.post("/pipeline", body).await?;
+        let items = decode_pipeline(reply)?;
+        if items.len() != count {
+            return Err(malformed(&format!(
+                "{} replies to {count} commands",
+                items.len()
+            )));
+        }
+        Ok(items)
+    }
+}
+
+/// Turns a `/pipeline` reply into one result per command.
+fn decode_pipeline(reply: HttpReply) -> Result<Vec<Result<Value>>> {
+    let parsed: Option<Value> = serde_json::from_str(&reply.body).ok();
+    if !(200..300).contains(&reply.status) {
+        let message = parsed
+            .as_ref()
+            .and_then(|body| body.get("error"))
+            .and_then(Value::as_str)
+            .map_or_else(|| reply.body.chars().take(200).collect(), str::to_owned);
+        return Err(Error::Http {
+            status: reply.status,
+            message,
+        });
+    }
+    let Some(Value::Array(items)) = parsed else {
+        return Err(malformed(&format!(
+            "expected a JSON array, got {:.200}",
+            reply.body
+        )));
+    };
+    Ok(items.into_iter().map(decode_item).collect())
+}
+
+fn decode_item(item: Value) -> Result<Value> {
+    let Value::Object(mut fields) = item else {
+        return Err(malformed("a pipeline item is not an object"));
+    };
+    if let Some(error) = fields.remove("error") {
+        return Err(Error::Redis {
+            message: error
+                .as_str()
+                .map_or_else(|| error.to_string(), str::to_owned),
+        });
+    }
+    fields
+        .remove("result")
+        .ok_or_else(|| malformed("a pipeline item has neither result nor error"))
+}
+
+/// An [`Error::MalformedReply`] saying `what`.
+pub(crate) fn malformed(what: &str) -> Error {
+    Error::MalformedReply {
+        message: what.to_owned(),
+    }
+}
+
+/// A future that is pending once, waking itself, so other ready tasks run before it resumes.
+struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            Poll::Ready(())
+        } else {
+            self.0 = true;
+            context.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+}

@@ -1,0 +1,480 @@
+//! `RedisBackend` against real redis-server through the real gateway: scripts, differential tests
+//! against `MemoryBackend`, concurrency, coalescing, the NOSCRIPT path, Redis time, and every error.
+
+#![cfg(not(target_arch = "wasm32"))]
+
+mod support;
+
+use edgelimit::algorithm::Algorithm;
+use edgelimit::redis::{RestClient, SCRIPTS};
+use edgelimit::transport::HttpTransport;
+use edgelimit::{
+    Backend, Error, FixedWindow, Gcra, ManualClock, MemoryBackend, RedisBackend, SlidingWindow,
+    TokenBucket,
+};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use support::{Counting, Random, Servers, TOKEN};
+
+const EPOCH_MS: u64 = 1_700_000_000_000;
+
+fn hour_limits(capacity: u64) -> Vec<Algorithm> {
+    let hour = Duration::from_secs(3600);
+    vec![
+        FixedWindow::new(capacity, hour).unwrap().into(),
+        SlidingWindow::new(capacity, hour).unwrap().into(),
+        TokenBucket::new(1, hour, capacity).unwrap().into(),
+        Gcra::new(capacity, hour, capacity).unwrap().into(),
+    ]
+}
+
+async fn command(servers: &Servers, command: &[&str]) -> edgelimit::Result<Value> {
+    RestClient::new(servers.gateway.transport())
+        .command(command.iter().map(|s| s.to_string()).collect())
+        .await
+}
+
+#[tokio::test]
+async fn every_script_loads_on_redis_under_the_sha_the_crate_computes() {
+    let servers = Servers::start();
+    for script in SCRIPTS {
+        let sha = command(&servers, &["SCRIPT", "LOAD", script.source()])
+            .await
+            .unwrap();
+        assert_eq!(sha, json!(script.sha1()), "{}", script.name());
+    }
+}
+
+/// One random operation of a differential run.
+#[derive(Debug)]
+enum Step {
+    Advance(u64),
+    Acquire(usize, f64),
+    Available(usize),
+    TimeUntilAvailable(usize, f64),
+    Reset(usize),
+}
+
+fn random_limit(random: &mut Random) -> Algorithm {
+    // Windows of at least 200 ms keep Redis's own expiry (real time) behind the manual clock's.
+    let ms = |random: &mut Random| Duration::from_millis(random.between(200..=3_000));
+    match random.between(0..=3) {
+        0 => FixedWindow::new(random.between(1..=8), ms(random))
+            .unwrap()
+            .into(),
+        1 => SlidingWindow::new(random.between(1..=8), ms(random))
+            .unwrap()
+            .into(),
+        2 => TokenBucket::new(random.between(1..=3), ms(random), random.between(1..=8))
+            .unwrap()
+            .into(),
+        _ => Gcra::new(random.between(1..=8), ms(random), random.between(1..=8))
+            .unwrap()
+            .into(),
+    }
+}
+
+fn random_steps(random: &mut Random, rule: Algorithm, count: usize) -> Vec<Step> {
+    let whole = matches!(
+        rule,
+        Algorithm::FixedWindow(_) | Algorithm::SlidingWindow(_)
+    );
+    let capacity = rule.capacity();
+    let cost = |random: &mut Random| {
+        let quarters = random.between(0..=(capacity + 2) * 4) as f64 - 8.0;
+        if whole {
+            (quarters / 4.0).round()
+        } else {
+            quarters / 4.0
+        }
+    };
+    (0..count)
+        .map(|_| match random.between(0..=9) {
+            0..=2 => Step::Advance(random.between(0..=3_000_000)),
+            3..=6 => Step::Acquire(random.between(0..=2) as usize, cost(random)),
+            7 => Step::Available(random.between(0..=2) as usize),
+            8 => Step::TimeUntilAvailable(
+                random.between(0..=2) as usize,
+                cost(random).abs().min(capacity as f64),
+            ),
+            _ => Step::Reset(random.between(0..=2) as usize),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn memory_and_redis_backends_decide_identically() {
+    let servers = Servers::start();
+    let clock = ManualClock::from_millis(EPOCH_MS);
+    let redis = RedisBackend::new(servers.gateway.transport()).with_clock(clock.clone());
+    let seed = std::env::var("EDGELIMIT_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed);
+    let mut random = Random(seed);
+    let (mut runs, mut steps_run) = (0, 0);
+    for run in 0..300 {
+        let rule = random_limit(&mut random);
+        let memory = MemoryBackend::new().with_clock(clock.clone());
+        let keys: Vec<String> = (0..3).map(|k| format!("diff:{seed}:{run}:{k}")).collect();
+        clock.advance(Duration::from_millis(random.between(0..=10_000)));
+        let steps = random_steps(&mut random, rule, 40);
+        for (index, step) in steps.iter().enumerate() {
+            let context =
+                || format!("seed {seed}, run {run}, step {index}: {step:?} with {rule:?}");
+            match *step {
+                Step::Advance(micros) => clock.advance(Duration::from_micros(micros)),
+                Step::Acquire(key, cost) => {
+                    let (m, r) = (
+                        memory.acquire(&keys[key], cost, rule).await,
+                        redis.acquire(&keys[key], cost, rule).await,
+                    );
+                    assert_eq!(m, r, "{}", context());
+                }
+                Step::Available(key) => {
+                    let (m, r) = (
+                        memory.available(&keys[key], rule).await,
+                        redis.available(&keys[key], rule).await,
+                    );
+                    assert_eq!(m, r, "{}", context());
+                }
+                Step::TimeUntilAvailable(key, cost) => {
+                    let m = memory.time_until_available(&keys[key], cost, rule).await;
+                    let r = redis.time_until_available(&keys[key], cost, rule).await;
+                    assert_eq!(m, r, "{}", context());
+                }
+                Step::Reset(key) => {
+                    memory.reset(&keys[key], rule).await.unwrap();
+                    redis.reset(&keys[key], rule).await.unwrap();
+                }
+            }
+        }
+        runs += 1;
+        steps_run += steps.len();
+    }
+    println!("{runs} random runs, {steps_run} steps: identical decisions");
+}
+
+#[tokio::test]
+async fn sixty_four_concurrent_acquirers_get_exactly_the_limit() {
+    let servers = Servers::start();
+    let redis = Arc::new(RedisBackend::new(servers.gateway.transport()));
+    for (index, rule) in hour_limits(100).into_iter().enumerate() {
+        let key = format!("concurrent:{index}");
+        let tasks: Vec<_> = (0..64)
+            .map(|_| {
+                let (redis, key) = (redis.clone(), key.clone());
+                tokio::spawn(async move {
+                    let mut admitted = 0;
+                    for _ in 0..4 {
+                        admitted +=
+                            u64::from(redis.acquire(&key, 1.0, rule).await.unwrap().allowed);
+                    }
+                    admitted
+                })
+            })
+            .collect();
+        let mut admitted = 0;
+        for task in tasks {
+            admitted += task.await.unwrap();
+        }
+        assert_eq!(admitted, 100, "{}", rule.name());
+    }
+}
+
+#[tokio::test]
+async fn coalescing_sends_concurrent_decisions_as_one_pipeline() {
+    let servers = Servers::start();
+    for coalesce in [true, false] {
+        let (transport, traffic) = Counting::new(servers.gateway.transport());
+        let redis = RedisBackend::new(transport).with_coalescing(coalesce);
+        for (index, rule) in hour_limits(1_000).into_iter().enumerate() {
+            let key = format!("coalesce:{coalesce}:{index}");
+            redis.acquire(&key, 1.0, rule).await.unwrap(); // loads the script
+            traffic.take();
+            let decisions =
+                futures::future::join_all((0..64).map(|_| redis.acquire(&key, 1.0, rule))).await;
+            assert!(decisions
+                .iter()
+                .all(|decision| decision.as_ref().unwrap().allowed));
+            let (requests, sent, received) = traffic.take();
+            println!(
+                "{}: 64 concurrent decisions, coalescing {coalesce}: {requests} HTTP requests, {sent} bytes sent, {received} received",
+                rule.name()
+            );
+            assert_eq!(requests, if coalesce { 1 } else { 64 }, "{}", rule.name());
+        }
+    }
+}
+
+#[tokio::test]
+async fn one_decision_is_one_request_and_survives_script_flush() {
+    let servers = Servers::start();
+    let (transport, traffic) = Counting::new(servers.gateway.transport());
+    let redis = RedisBackend::new(transport);
+    for (index, rule) in hour_limits(10).into_iter().enumerate() {
+        let key = format!("noscript:{index}");
+        redis.acquire(&key, 1.0, rule).await.unwrap();
+        traffic.take();
+        redis.acquire(&key, 1.0, rule).await.unwrap();
+        let (requests, sent, received) = traffic.take();
+        println!(
+            "{}: one decision = {requests} HTTP request, {sent} bytes sent, {received} received",
+            rule.name()
+        );
+        assert_eq!(requests, 1, "{}", rule.name());
+
+        command(&servers, &["SCRIPT", "FLUSH"]).await.unwrap();
+        let after_flush = redis.acquire(&key, 1.0, rule).await.unwrap();
+        assert!(after_flush.allowed);
+        assert_eq!(after_flush.remaining, 7.0, "{}", rule.name());
+        assert_eq!(traffic.take().0, 2, "EVALSHA, NOSCRIPT, then one EVAL");
+        redis.acquire(&key, 1.0, rule).await.unwrap();
+        assert_eq!(traffic.take().0, 1, "EVALSHA hits again");
+    }
+}
+
+#[tokio::test]
+async fn keys_values_and_ttls_are_those_of_upstash_ratelimit() {
+    let servers = Servers::start();
+    let clock = ManualClock::from_millis(EPOCH_MS + 1_500);
+    let redis = RedisBackend::new(servers.gateway.transport()).with_clock(clock.clone());
+    let minute = Duration::from_secs(60);
+    let window = EPOCH_MS / 60_000;
+
+    redis
+        .acquire("p:fixed", 2.0, FixedWindow::new(10, minute).unwrap().into())
+        .await
+        .unwrap();
+    assert_eq!(
+        command(&servers, &["GET", &format!("p:fixed:{window}")])
+            .await
+            .unwrap(),
+        json!("2")
+    );
+    let ttl = command(&servers, &["PTTL", &format!("p:fixed:{window}")])
+        .await
+        .unwrap()
+        .as_i64()
+        .unwrap();
+    assert!((59_000..=60_000).contains(&ttl), "fixed window TTL {ttl}");
+
+    redis
+        .acquire(
+            "p:sliding",
+            3.0,
+            SlidingWindow::new(10, minute).unwrap().into(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        command(&servers, &["GET", &format!("p:sliding:{window}")])
+            .await
+            .unwrap(),
+        json!("3")
+    );
+    let ttl = command(&servers, &["PTTL", &format!("p:sliding:{window}")])
+        .await
+        .unwrap()
+        .as_i64()
+        .unwrap();
+    assert!(
+        (120_000..=121_000).contains(&ttl),
+        "sliding window TTL {ttl}"
+    );
+
+    redis
+        .acquire(
+            "p:bucket",
+            4.0,
+            TokenBucket::new(2, minute, 10).unwrap().into(),
+        )
+        .await
+        .unwrap();
+    let fields = command(&servers, &["HGETALL", "p:bucket"]).await.unwrap();
+    assert_eq!(
+        fields,
+        json!(["refilledAt", (EPOCH_MS + 1_500).to_string(), "tokens", "6"])
+    );
+    let ttl = command(&servers, &["PTTL", "p:bucket"])
+        .await
+        .unwrap()
+        .as_i64()
+        .unwrap();
+    assert!(
+        (120_000..=121_000).contains(&ttl),
+        "token bucket TTL {ttl}: full after 2 refills"
+    );
+
+    redis
+        .acquire("p:gcra", 1.0, Gcra::new(10, minute, 10).unwrap().into())
+        .await
+        .unwrap();
+    let tat = command(&servers, &["GET", "p:gcra:gcra"]).await.unwrap();
+    assert_eq!(
+        tat,
+        json!(((EPOCH_MS + 1_500) * 1_000 + 6_000_000).to_string())
+    );
+
+    // Reset deletes exactly the computed keys: identifier "a" never touches "a:1".
+    let fixed: Algorithm = FixedWindow::new(10, minute).unwrap().into();
+    for key in ["a", "a:1"] {
+        redis.acquire(key, 1.0, fixed).await.unwrap();
+    }
+    redis.reset("a", fixed).await.unwrap();
+    assert_eq!(redis.available("a", fixed).await.unwrap(), 10.0);
+    assert_eq!(redis.available("a:1", fixed).await.unwrap(), 9.0);
+}
+
+#[tokio::test]
+async fn redis_time_replaces_a_skewed_caller_clock() {
+    let servers = Servers::start();
+    let real_ms = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64
+    };
+    // The caller's clock is 20 minutes fast; with Redis time the decisions follow Redis's clock.
+    let skewed = ManualClock::from_millis(real_ms() + 20 * 60_000);
+    let redis = RedisBackend::new(servers.gateway.transport())
+        .with_clock(skewed.clone())
+        .with_redis_time(true);
+    let gcra: Algorithm = Gcra::new(10, Duration::from_secs(10), 10).unwrap().into();
+    let decision = redis.acquire("skew:gcra", 1.0, gcra).await.unwrap();
+    let now = real_ms();
+    assert!(
+        decision.reset >= now && decision.reset <= now + 1_100,
+        "reset {} vs now {now}",
+        decision.reset
+    );
+
+    let hourly: Algorithm = FixedWindow::new(3, Duration::from_secs(3600))
+        .unwrap()
+        .into();
+    for expected in [true, true, true, false] {
+        assert_eq!(
+            redis
+                .acquire("skew:fixed", 1.0, hourly)
+                .await
+                .unwrap()
+                .allowed,
+            expected
+        );
+    }
+    // Beyond a window of skew the script cannot find its keys: a typed Redis error, not a wrong answer.
+    skewed.advance(Duration::from_secs(3 * 3600));
+    assert!(matches!(
+        redis.acquire("skew:fixed", 1.0, hourly).await,
+        Err(Error::Redis { .. })
+    ));
+    // The caller's clock is used without it.
+    let caller = RedisBackend::new(servers.gateway.transport())
+        .with_clock(ManualClock::from_millis(EPOCH_MS));
+    assert_eq!(
+        caller
+            .acquire("caller:gcra", 1.0, gcra)
+            .await
+            .unwrap()
+            .reset,
+        EPOCH_MS + 1_000
+    );
+}
+
+#[tokio::test]
+async fn failures_become_typed_errors() {
+    let mut servers = Servers::start();
+    let rule: Algorithm = FixedWindow::new(5, Duration::from_secs(60)).unwrap().into();
+
+    let wrong_token =
+        RedisBackend::new(HttpTransport::new(&servers.gateway.url(), "wrong").unwrap());
+    assert!(matches!(
+        wrong_token.acquire("e", 1.0, rule).await,
+        Err(Error::Http { status: 401, .. })
+    ));
+
+    let closed = RedisBackend::new(
+        HttpTransport::new(&format!("http://127.0.0.1:{}", support::free_port()), TOKEN).unwrap(),
+    );
+    assert!(matches!(
+        closed.acquire("e", 1.0, rule).await,
+        Err(Error::Network { .. })
+    ));
+
+    // A server that accepts connections and never answers.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_url = format!("http://{}", silent.local_addr().unwrap());
+    let holder = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = silent.accept().await {
+            held.push(stream);
+        }
+    });
+    let timeout = Duration::from_millis(300);
+    let slow = RedisBackend::new(
+        HttpTransport::new(&silent_url, TOKEN)
+            .unwrap()
+            .with_timeout(Some(timeout)),
+    );
+    let started = std::time::Instant::now();
+    assert_eq!(
+        slow.acquire("e", 1.0, rule).await,
+        Err(Error::Timeout { after: timeout })
+    );
+    assert!(started.elapsed() < Duration::from_secs(3));
+    holder.abort();
+
+    // A server that answers 200 with something that is not the protocol.
+    let garbage = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let garbage_url = format!("http://{}", garbage.local_addr().unwrap());
+    let answerer = tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut stream, _)) = garbage.accept().await {
+            let mut buffer = [0u8; 4096];
+            let _ = stream.read(&mut buffer).await;
+            let _ = stream
+                .write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-length: 8\r\nconnection: close\r\n\r\nnot json",
+                )
+                .await;
+        }
+    });
+    let confused = RedisBackend::new(HttpTransport::new(&garbage_url, TOKEN).unwrap());
+    assert!(matches!(
+        confused.acquire("e", 1.0, rule).await,
+        Err(Error::MalformedReply { .. })
+    ));
+    answerer.abort();
+
+    // Bad input is refused before anything is sent.
+    let healthy = RedisBackend::new(servers.gateway.transport());
+    assert!(matches!(
+        healthy.acquire("e", 0.5, rule).await,
+        Err(Error::InvalidCost { .. })
+    ));
+    assert!(matches!(
+        healthy.acquire("e", f64::NAN, rule).await,
+        Err(Error::InvalidCost { .. })
+    ));
+
+    // Redis down behind a live gateway: an HTTP 5xx, then service again once Redis is back.
+    servers.redis.stop();
+    match healthy.acquire("e", 1.0, rule).await {
+        Err(Error::Http { status, .. }) => assert!(status >= 500, "status {status}"),
+        other => panic!("expected an HTTP 5xx, got {other:?}"),
+    }
+    servers.redis.restart();
+    let mut recovered = false;
+    for _ in 0..50 {
+        if healthy.acquire("e", 1.0, rule).await.is_ok() {
+            recovered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        recovered,
+        "the backend did not recover after Redis came back"
+    );
+}
