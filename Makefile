@@ -25,11 +25,12 @@ test: lint
 	bash scripts/with_gateway.sh wasm-pack test --headless --chrome
 	$(MAKE) --no-print-directory build
 
-## Every algorithm on the in-memory backend, decision by decision.
+## Every algorithm on the in-memory backend and on Redis through the gateway, decision by decision.
 demo: bootstrap
-	cargo run -q --example demo
+	bash scripts/with_gateway.sh cargo run -q --example demo
 
 ## Benchmarks beside the peers, measured in the same run; tables in target/bench/.
 bench: bootstrap
 	cargo bench --bench memory_backend
 	mkdir -p target/bench && python3 scripts/criterion_table.py target/criterion | tee target/bench/memory_backend.md
+	bash bench/gateway/run.sh | tee target/bench/gateway.md

@@ -1,12 +1,16 @@
-//! Drives every algorithm on the in-memory backend with a manual clock and prints each decision.
-//! `make demo` runs it.
+//! Drives every algorithm with the same requests on the in-memory backend and, when a gateway is
+//! given (`EDGELIMIT_TEST_URL`, `EDGELIMIT_TEST_TOKEN`), on Redis through it, and prints each decision
+//! side by side. `make demo` starts redis-server and the gateway, runs it, and stops them.
 
 use edgelimit::algorithm::Algorithm;
+use edgelimit::transport::HttpTransport;
 use edgelimit::{
-    parse_duration, Backend, FixedWindow, Gcra, ManualClock, MemoryBackend, SlidingWindow,
-    TokenBucket,
+    parse_duration, Backend, Decision, FixedWindow, Gcra, ManualClock, MemoryBackend, RedisBackend,
+    SlidingWindow, TokenBucket,
 };
 use std::time::Duration;
+
+const START_MS: u64 = 1_700_000_000_000;
 
 /// One request of the script: wait this long, then ask for this cost.
 struct Request {
@@ -14,7 +18,22 @@ struct Request {
     cost: f64,
 }
 
-fn main() -> Result<(), edgelimit::Error> {
+fn cell(decision: &Decision, t: u64) -> String {
+    let retry = match decision.retry_after {
+        None => "never".to_owned(),
+        Some(wait) if wait.is_zero() => "-".to_owned(),
+        Some(wait) => format!("{} ms", wait.as_millis()),
+    };
+    format!(
+        "{:>4} {:>9} {:>9} {retry:>9}",
+        if decision.allowed { "yes" } else { "no" },
+        decision.remaining,
+        format!("{} ms", decision.reset.saturating_sub(START_MS + t)),
+    )
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), edgelimit::Error> {
     let window = parse_duration("10 s")?;
     let limiters: [(&str, Algorithm); 4] = [
         (
@@ -48,36 +67,56 @@ fn main() -> Result<(), edgelimit::Error> {
     .chain((0..8).map(|_| (2_500, 1.0)))
     .map(|(after_ms, cost)| Request { after_ms, cost })
     .collect();
+    let gateway = match (
+        std::env::var("EDGELIMIT_TEST_URL"),
+        std::env::var("EDGELIMIT_TEST_TOKEN"),
+    ) {
+        (Ok(url), Ok(token)) => {
+            Some(HttpTransport::new(&url, &token)?.with_timeout(Some(Duration::from_secs(5))))
+        }
+        _ => None,
+    };
+    let run = std::process::id();
 
     for (name, limiter) in limiters {
-        let clock = ManualClock::from_millis(1_700_000_000_000);
-        let store = MemoryBackend::new().with_clock(clock.clone());
-        println!("\n{name}, in memory");
-        println!(
-            "{:>8} {:>6} {:>8} {:>9} {:>9} {:>12}",
-            "t (ms)", "cost", "allowed", "remaining", "reset in", "retry after"
+        let clock = ManualClock::from_millis(START_MS);
+        let memory = MemoryBackend::new().with_clock(clock.clone());
+        let redis = gateway
+            .clone()
+            .map(|transport| RedisBackend::new(transport).with_clock(clock.clone()));
+        let key = format!("demo:{run}:{name}");
+        println!("\n{name}");
+        let columns = format!(
+            "{:>4} {:>9} {:>9} {:>9}",
+            "ok", "remaining", "reset in", "retry"
         );
+        let header = if redis.is_some() {
+            format!("{columns}   | Redis via gateway: {columns}")
+        } else {
+            columns
+        };
+        println!("{:>7} {:>5}   in memory: {header}", "t (ms)", "cost");
         let mut t = 0;
         for request in &script {
             clock.advance(Duration::from_millis(request.after_ms));
             t += request.after_ms;
-            let decision = pollster::block_on(store.acquire("user:42", request.cost, limiter))?;
-            let retry = match decision.retry_after {
-                None => "never".to_owned(),
-                Some(wait) if wait.is_zero() => "-".to_owned(),
-                Some(wait) => format!("{} ms", wait.as_millis()),
-            };
-            println!(
-                "{t:>8} {:>6} {:>8} {:>9} {:>9} {retry:>12}",
+            let mut line = format!(
+                "{t:>7} {:>5}              {}",
                 request.cost,
-                if decision.allowed { "yes" } else { "no" },
-                decision.remaining,
-                format!(
-                    "{} ms",
-                    decision.reset.saturating_sub(1_700_000_000_000 + t)
-                ),
+                cell(&memory.acquire(&key, request.cost, limiter).await?, t)
             );
+            if let Some(redis) = &redis {
+                let decision = redis.acquire(&key, request.cost, limiter).await?;
+                line += &format!("   |                    {}", cell(&decision, t));
+            }
+            println!("{line}");
         }
+        if let Some(redis) = &redis {
+            redis.reset(&key, limiter).await?;
+        }
+    }
+    if gateway.is_none() {
+        println!("\n(in memory only: set EDGELIMIT_TEST_URL and EDGELIMIT_TEST_TOKEN, or run `make demo`, to add Redis)");
     }
     Ok(())
 }

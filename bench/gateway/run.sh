@@ -36,7 +36,7 @@ PIDS+=($!)
 for _ in $(seq 100); do redis-cli -p "$RPORT" ping >/dev/null 2>&1 && break; sleep 0.05; done
 "$GATEWAY" --listen "127.0.0.1:$GPORT" --redis "redis://127.0.0.1:$RPORT" --token "$TOKEN" &
 PIDS+=($!)
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$GPORT/healthz" >/dev/null 2>&1 && break; sleep 0.05; done
+for _ in $(seq 100); do python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' "http://127.0.0.1:$GPORT/healthz" >/dev/null 2>&1 && break; sleep 0.05; done
 
 # A fixed-window step like @upstash/ratelimit's: INCR, set the TTL on first use.
 SCRIPT="local c = redis.call('INCR', KEYS[1]) if c == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end return c"
