@@ -35,6 +35,14 @@ async fn command(servers: &Servers, command: &[&str]) -> edgelimit::Result<Value
         .await
 }
 
+async fn pttl(servers: &Servers, key: &str) -> i64 {
+    command(servers, &["PTTL", key])
+        .await
+        .unwrap()
+        .as_i64()
+        .expect("PTTL answers an integer")
+}
+
 #[tokio::test]
 async fn every_script_loads_on_redis_under_the_sha_the_crate_computes() {
     let servers = Servers::start();
@@ -253,11 +261,7 @@ async fn keys_values_and_ttls_are_those_of_upstash_ratelimit() {
             .unwrap(),
         json!("2")
     );
-    let ttl = command(&servers, &["PTTL", &format!("p:fixed:{window}")])
-        .await
-        .unwrap()
-        .as_i64()
-        .unwrap();
+    let ttl = pttl(&servers, &format!("p:fixed:{window}")).await;
     assert!((59_000..=60_000).contains(&ttl), "fixed window TTL {ttl}");
 
     redis
@@ -274,11 +278,7 @@ async fn keys_values_and_ttls_are_those_of_upstash_ratelimit() {
             .unwrap(),
         json!("3")
     );
-    let ttl = command(&servers, &["PTTL", &format!("p:sliding:{window}")])
-        .await
-        .unwrap()
-        .as_i64()
-        .unwrap();
+    let ttl = pttl(&servers, &format!("p:sliding:{window}")).await;
     assert!(
         (120_000..=121_000).contains(&ttl),
         "sliding window TTL {ttl}"
@@ -297,11 +297,7 @@ async fn keys_values_and_ttls_are_those_of_upstash_ratelimit() {
         fields,
         json!(["refilledAt", (EPOCH_MS + 1_500).to_string(), "tokens", "6"])
     );
-    let ttl = command(&servers, &["PTTL", "p:bucket"])
-        .await
-        .unwrap()
-        .as_i64()
-        .unwrap();
+    let ttl = pttl(&servers, "p:bucket").await;
     assert!(
         (120_000..=121_000).contains(&ttl),
         "token bucket TTL {ttl}: full after 2 refills"

@@ -63,6 +63,37 @@ fn window_keys(key: &str, from: u64, to: u64) -> Vec<String> {
         .collect()
 }
 
+/// The call of a window algorithm's script, which reads the current window and `history` windows before it
+/// (0 for a fixed window, 1 for a sliding one). With `redis_time`, one more window is sent on each side,
+/// since Redis's clock decides which window is current. Arguments: first window sent, window length,
+/// limit, cost.
+fn window_call(
+    key: &str,
+    window: u64,
+    window_ms: u64,
+    limit: u64,
+    history: u64,
+    redis_time: bool,
+    cost: f64,
+) -> Call {
+    let margin = u64::from(redis_time);
+    let from = window.saturating_sub(history + margin);
+    Call {
+        keys: window_keys(key, from, window + margin),
+        args: vec![
+            number(from),
+            number(window_ms),
+            number(limit),
+            cost.to_string(),
+        ],
+    }
+}
+
+/// Every counter a window algorithm may read around `window`, whichever clock decides.
+fn all_window_keys(key: &str, window: u64, history: u64) -> Vec<String> {
+    window_keys(key, window.saturating_sub(history + 1), window + 1)
+}
+
 /// A reply field as an integer (Redis replies integers; a script may also return numeric strings).
 fn integer(fields: &[Value], index: usize) -> Result<i64> {
     match fields.get(index) {
@@ -94,25 +125,19 @@ impl Layout for FixedWindow {
 
     fn call(&self, key: &str, now: u64, redis_time: bool, cost: f64) -> Call {
         let window = self.window_index(now);
-        let (from, to) = if redis_time {
-            (window.saturating_sub(1), window + 1)
-        } else {
-            (window, window)
-        };
-        Call {
-            keys: window_keys(key, from, to),
-            args: vec![
-                number(from),
-                number(self.window_ms()),
-                number(self.capacity()),
-                cost.to_string(),
-            ],
-        }
+        window_call(
+            key,
+            window,
+            self.window_ms(),
+            self.capacity(),
+            0,
+            redis_time,
+            cost,
+        )
     }
 
     fn keys(&self, key: &str, now: u64) -> Vec<String> {
-        let window = self.window_index(now);
-        window_keys(key, window.saturating_sub(1), window + 1)
+        all_window_keys(key, self.window_index(now), 0)
     }
 
     fn decode(&self, fields: &[Value]) -> Result<Option<FixedWindowState>> {
@@ -130,25 +155,19 @@ impl Layout for SlidingWindow {
 
     fn call(&self, key: &str, now: u64, redis_time: bool, cost: f64) -> Call {
         let window = self.window_index(now);
-        let (from, to) = if redis_time {
-            (window.saturating_sub(2), window + 1)
-        } else {
-            (window.saturating_sub(1), window)
-        };
-        Call {
-            keys: window_keys(key, from, to),
-            args: vec![
-                number(from),
-                number(self.window_ms()),
-                number(self.capacity()),
-                cost.to_string(),
-            ],
-        }
+        window_call(
+            key,
+            window,
+            self.window_ms(),
+            self.capacity(),
+            1,
+            redis_time,
+            cost,
+        )
     }
 
     fn keys(&self, key: &str, now: u64) -> Vec<String> {
-        let window = self.window_index(now);
-        window_keys(key, window.saturating_sub(2), window + 1)
+        all_window_keys(key, self.window_index(now), 1)
     }
 
     fn decode(&self, fields: &[Value]) -> Result<Option<SlidingWindowState>> {
