@@ -122,12 +122,12 @@ async fn memory_and_redis_backends_decide_identically() {
         .unwrap_or(0x5eed);
     let mut random = Random(seed);
     let (mut runs, mut steps_run) = (0, 0);
-    for run in 0..300 {
+    for run in 0..1_000 {
         let rule = random_limit(&mut random);
         let memory = MemoryBackend::new().with_clock(clock.clone());
         let keys: Vec<String> = (0..3).map(|k| format!("diff:{seed}:{run}:{k}")).collect();
         clock.advance(Duration::from_millis(random.between(0..=10_000)));
-        let steps = random_steps(&mut random, rule, 40);
+        let steps = random_steps(&mut random, rule, 24);
         for (index, step) in steps.iter().enumerate() {
             let context =
                 || format!("seed {seed}, run {run}, step {index}: {step:?} with {rule:?}");
