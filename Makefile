@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: bootstrap lint build test demo bench
+.PHONY: bootstrap lint build pkg test demo bench
 
 ## Install what is missing (wasm32 target, wasm-bindgen-cli, wasm-pack, redis-server, chromium, npm packages).
 bootstrap:
@@ -18,12 +18,17 @@ lint: bootstrap
 build: bootstrap
 	cargo build -p edgelimit --release --target wasm32-unknown-unknown
 
-## Everything: lint, every test, and the wasm32 release build.
+## The npm package in pkg/: wasm32 release build, wasm-bindgen, npm's wasm-opt 132, pkg-template/.
+pkg: bootstrap
+	bash scripts/build_pkg.sh
+
+## Everything: lint, every test (native, wasm under node and Chromium, the npm package under node).
 test: lint
 	cargo test --workspace
 	bash scripts/with_gateway.sh wasm-pack test --node
 	bash scripts/with_gateway.sh wasm-pack test --headless --chrome
-	$(MAKE) --no-print-directory build
+	$(MAKE) --no-print-directory pkg
+	bash scripts/with_gateway.sh node --test tests/js/
 
 ## Every algorithm on the in-memory backend and on Redis through the gateway, decision by decision.
 demo: bootstrap

@@ -41,8 +41,11 @@ mod clock;
 mod decision;
 mod duration;
 mod error;
+pub mod ratelimit;
 pub mod redis;
 pub mod transport;
+#[cfg(target_arch = "wasm32")]
+mod wasm;
 
 pub use algorithm::{Algorithm, FixedWindow, Gcra, Policy, SlidingWindow, TokenBucket};
 pub use backend::{Backend, MaybeSendSync, MemoryBackend};

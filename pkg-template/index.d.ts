@@ -1,0 +1,152 @@
+/**
+ * edgelimit — distributed rate limiting compiled from Rust to WebAssembly, with the API and the Redis
+ * state layout of `@upstash/ratelimit` (migrating is an import change; both can share one limit).
+ *
+ * Every option is checked: a wrong type throws a `TypeError`, a value out of range a `RangeError`,
+ * and the message names the field and quotes the value. Methods returning a Promise reject with those
+ * errors instead of throwing.
+ */
+
+/** A duration: `"10 s"`, `"10s"`, `"1.5 m"` (units ms, s, m, h, d, w), or a whole number of milliseconds. */
+export type Duration = `${number} ${"ms" | "s" | "m" | "h" | "d" | "w"}` | `${number}${"ms" | "s" | "m" | "h" | "d" | "w"}` | number;
+
+/**
+ * A checked algorithm with its parameters, made by `Ratelimit.fixedWindow`, `slidingWindow`,
+ * `tokenBucket` or `gcra`. Treat it as opaque: pass it as the `limiter` option.
+ */
+export interface Limiter {
+  /** Which algorithm. */
+  readonly algorithm: "fixedWindow" | "slidingWindow" | "tokenBucket" | "gcra";
+  /** Its parameters (counts, and durations in milliseconds), in the order the factory takes them. */
+  readonly params: readonly number[];
+}
+
+/** Settings of an Upstash-compatible REST server (Upstash Redis, or the self-hosted edgelimit gateway). */
+export interface RedisConfig {
+  /** The REST URL, starting with `https://` or `http://` (`UPSTASH_REDIS_REST_URL`). */
+  url: string;
+  /** The bearer token (`UPSTASH_REDIS_REST_TOKEN`). */
+  token: string;
+  /**
+   * A `fetch` to use instead of the global one, called as `fetch(url, init)`; it must return a
+   * Promise of a `Response` (or of an object with `status` and `text()`).
+   */
+  fetch?: (input: string, init: RequestInit) => Promise<Response>;
+}
+
+/** Where the counters live: a Redis reached over the Upstash REST protocol with `fetch`. */
+export class Redis {
+  /** Checks the settings; nothing is sent until the first limit. */
+  constructor(config: RedisConfig);
+  /**
+   * Reads `UPSTASH_REDIS_REST_URL` and `UPSTASH_REDIS_REST_TOKEN` from `env` (a Worker's `env`, say),
+   * else from `process.env`, else from `Deno.env`. Throws a `TypeError` naming a variable that is unset.
+   */
+  static fromEnv(env?: Record<string, unknown>): Redis;
+  /** The REST URL. */
+  readonly url: string;
+  /** The bearer token. */
+  readonly token: string;
+  /** The custom `fetch`, if one was given. */
+  readonly fetch: RedisConfig["fetch"] | undefined;
+  /** Frees the WebAssembly memory behind this object (optional; the garbage collector does it too). */
+  free(): void;
+}
+
+/** Options of `new Ratelimit(...)`. */
+export interface RatelimitConfig {
+  /**
+   * Where the counters live. Omit it for an in-memory store private to this instance (bounded to
+   * 100 000 keys; nothing is shared between processes or isolates).
+   */
+  redis?: Redis | RedisConfig;
+  /** The algorithm, e.g. `Ratelimit.slidingWindow(10, "10 s")`. Required. */
+  limiter: Limiter;
+  /** Keys are `<prefix>:<identifier>`. Default `"@upstash/ratelimit"`, the same keys as `@upstash/ratelimit`. */
+  prefix?: string;
+  /**
+   * Remembers identifiers that were denied until their `reset`, answering them locally
+   * (`reason: "cacheBlock"`) without a request to Redis. `true`, a `Map` (accepted for compatibility with
+   * `@upstash/ratelimit`; the cache is kept inside the WebAssembly module) or omitted: up to 10 000
+   * identifiers; a number: up to that many; `false`: no cache. Expired entries are pruned, so it never
+   * grows past its bound.
+   */
+  ephemeralCache?: Map<string, number> | boolean | number;
+  /** How long to wait for Redis, in whole milliseconds; `0` waits forever. Default `5000`. */
+  timeout?: number;
+  /**
+   * What to answer when Redis fails or times out: `"open"` (default, like `@upstash/ratelimit`) admits
+   * the request, `"closed"` denies it. Either way `reason` says `"timeout"` or `"error"`.
+   */
+  failMode?: "open" | "closed";
+}
+
+/** Options of `limit`. */
+export interface LimitOptions {
+  /**
+   * How much this request costs. Default `1`; `0` peeks; a negative rate refunds. Must be finite and at
+   * most 2^53 - 1 in size; whole for the window algorithms. A rate above the limit is denied.
+   */
+  rate?: number;
+}
+
+/** The answer of `limit`. */
+export interface LimitResponse {
+  /** Whether the request may proceed. */
+  success: boolean;
+  /** The most the limit admits at once (tokens per window, bucket size or burst). */
+  limit: number;
+  /** What is left after this request. */
+  remaining: number;
+  /**
+   * When the limit is next restored, in milliseconds since the Unix epoch (the current time when the
+   * fail mode answered, with `remaining: 0` and `limit` the configured limit).
+   */
+  reset: number;
+  /** Work that may finish after the answer; always a Promise. Hand it to `ctx.waitUntil`. */
+  pending: Promise<unknown>;
+  /**
+   * Set when the answer did not come from Redis's decision: `"cacheBlock"` (the ephemeral cache),
+   * `"timeout"` or `"error"` (the fail mode decided).
+   */
+  reason?: "timeout" | "cacheBlock" | "denyList" | "error";
+}
+
+/** The answer of `getRemaining`. */
+export interface RemainingResponse {
+  /** What could be taken now. */
+  remaining: number;
+  /** When the limit is next restored, in milliseconds since the Unix epoch. */
+  reset: number;
+  /** The most the limit admits at once. */
+  limit: number;
+}
+
+/** A rate limit applied to identifiers. */
+export class Ratelimit {
+  /** Checks every option; throws a `TypeError` or `RangeError` naming a bad one. */
+  constructor(config: RatelimitConfig);
+  /**
+   * Takes `rate` (default 1) from `identifier`'s limit. Rejects with a `TypeError`/`RangeError` for a
+   * non-string or empty identifier or a bad rate; backend failures are answered as `failMode` says.
+   */
+  limit(identifier: string, options?: LimitOptions): Promise<LimitResponse>;
+  /** What `identifier` could take now, without taking anything. Rejects if Redis fails. */
+  getRemaining(identifier: string): Promise<RemainingResponse>;
+  /** Forgets everything `identifier` used (in Redis and in the ephemeral cache). */
+  resetUsedTokens(identifier: string): Promise<void>;
+  /** Frees the WebAssembly memory behind this object (optional; the garbage collector does it too). */
+  free(): void;
+
+  /** `tokens` requests per `window`, counted in fixed windows aligned to the epoch. */
+  static fixedWindow(tokens: number, window: Duration): Limiter;
+  /** `tokens` requests per `window`, the previous window weighted by how much of it overlaps. */
+  static slidingWindow(tokens: number, window: Duration): Limiter;
+  /** A bucket of `maxTokens` tokens, refilled by `refillRate` every `interval`. */
+  static tokenBucket(refillRate: number, interval: Duration, maxTokens: number): Limiter;
+  /**
+   * GCRA: `limit` requests per `period`, refilled continuously, with bursts of up to `burst`
+   * (default `limit`).
+   */
+  static gcra(limit: number, period: Duration, options?: { /** Most requests admitted at once. */ burst?: number }): Limiter;
+}

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Builds the npm package into pkg/: the crate for wasm32, wasm-bindgen --target web, npm's wasm-opt 132
+# (never Debian's: see TOOLCHAIN.md), then the entry files, package.json, types and README from
+# pkg-template/.
+#
+#   bash scripts/build_pkg.sh
+#
+# Honours CARGO_TARGET_DIR (default: target/).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+root="$PWD"
+target_dir="${CARGO_TARGET_DIR:-$root/target}"
+out="$root/pkg"
+
+say() { echo "build_pkg: $*" >&2; }
+
+need() {
+    if ! command -v "$1" >/dev/null 2>&1; then
+        say "missing $1: $2"
+        exit 1
+    fi
+}
+need wasm-bindgen "cargo install wasm-bindgen-cli --version 0.2.130"
+need node "install Node.js 20+"
+
+wasm_opt="$root/node_modules/.bin/wasm-opt"
+if [[ ! -x "$wasm_opt" ]]; then
+    say "installing npm's binaryen (wasm-opt 132)"
+    npm install --no-audit --no-fund >/dev/null
+fi
+
+pinned="$(sed -n 's/^wasm-bindgen = "=\(.*\)"/\1/p' Cargo.toml)"
+have="$(wasm-bindgen --version | awk '{print $2}')"
+if [[ -n "$pinned" && "$pinned" != "$have" ]]; then
+    say "wasm-bindgen CLI $have does not match the crate's pin $pinned"
+    exit 1
+fi
+
+say "cargo build (release, wasm32-unknown-unknown)"
+cargo build -p edgelimit --release --target wasm32-unknown-unknown
+wasm="$target_dir/wasm32-unknown-unknown/release/edgelimit.wasm"
+
+rm -rf "$out"
+mkdir -p "$out"
+say "wasm-bindgen --target web"
+wasm-bindgen --target web --out-dir "$out" --out-name edgelimit --no-typescript "$wasm"
+
+say "wasm-opt -Oz ($("$wasm_opt" --version))"
+"$wasm_opt" -Oz --strip-debug --strip-producers \
+    --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+    --enable-reference-types --enable-multivalue --enable-mutable-globals \
+    "$out/edgelimit_bg.wasm" -o "$out/edgelimit_bg.opt.wasm"
+mv "$out/edgelimit_bg.opt.wasm" "$out/edgelimit_bg.wasm"
+
+cp pkg-template/*.js pkg-template/index.d.ts pkg-template/README.md "$out/"
+version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)"
+sed "s/\"version\": \"0.0.0\"/\"version\": \"$version\"/" pkg-template/package.json >"$out/package.json"
+
+# Every file package.json names must exist.
+node -e '
+const fs = require("fs"), path = require("path");
+const dir = process.argv[1];
+const pkg = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8"));
+const walk = (v) => typeof v === "string" ? [v] : Object.values(v).flatMap(walk);
+for (const file of [...walk(pkg.exports), ...pkg.files]) {
+  if (!fs.existsSync(path.join(dir, file))) { console.error("build_pkg: missing " + file); process.exit(1); }
+}' "$out"
+
+size() { printf '%-22s %8d bytes  %7d gzipped\n' "$(basename "$1")" "$(stat -c %s "$1")" "$(gzip -9c "$1" | wc -c)"; }
+say "built $out (version $version)"
+size "$out/edgelimit_bg.wasm"
+size "$out/edgelimit.js"

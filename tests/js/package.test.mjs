@@ -1,0 +1,329 @@
+// The built npm package (pkg/, from `bash scripts/build_pkg.sh`), imported through its package.json
+// `exports` under the `node` condition, against a real gateway:
+//
+//   bash scripts/with_gateway.sh node --test tests/js/
+//
+// Gateway tests are skipped when EDGELIMIT_TEST_URL is not set.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, readlinkSync, symlinkSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+// Resolve the bare specifier "edgelimit" to pkg/ through tests/js/node_modules (gitignored), so Node
+// reads pkg/package.json and picks the `node` export.
+const here = fileURLToPath(new URL(".", import.meta.url));
+const pkgDir = fileURLToPath(new URL("../../pkg/", import.meta.url));
+if (!existsSync(`${pkgDir}package.json`)) {
+  throw new Error("pkg/ is not built: run `bash scripts/build_pkg.sh` first");
+}
+mkdirSync(`${here}node_modules`, { recursive: true });
+const link = `${here}node_modules/edgelimit`;
+let linked = false;
+try {
+  linked = readlinkSync(link) === "../../../pkg";
+} catch {}
+if (!linked) {
+  symlinkSync("../../../pkg", link, "dir");
+}
+const { Ratelimit, Redis } = await import("edgelimit");
+
+const URL_ = process.env.EDGELIMIT_TEST_URL;
+const TOKEN = process.env.EDGELIMIT_TEST_TOKEN;
+const CLOSED_URL = process.env.EDGELIMIT_TEST_CLOSED_URL;
+const noGateway = !URL_ && "EDGELIMIT_TEST_URL is not set (run under scripts/with_gateway.sh)";
+
+/** A fresh prefix per test, so tests never share keys. */
+const prefix = () => `edgelimit-js-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+
+/** A `fetch` that counts the requests it forwards to the global one. */
+function countingFetch() {
+  const counter = { requests: 0 };
+  counter.fetch = (url, init) => {
+    counter.requests += 1;
+    return fetch(url, init);
+  };
+  return counter;
+}
+
+async function assertPending(response) {
+  assert.ok(response.pending instanceof Promise, "pending is a real Promise");
+  await response.pending;
+}
+
+test("the package resolves to the node entry through its exports", () => {
+  const resolved = import.meta.resolve("edgelimit");
+  assert.match(resolved, /\/index\.node\.js$/);
+  assert.equal(typeof Ratelimit, "function");
+  assert.equal(typeof Redis, "function");
+});
+
+const algorithms = {
+  fixedWindow: () => Ratelimit.fixedWindow(3, "1 d"),
+  slidingWindow: () => Ratelimit.slidingWindow(3, "10 s"),
+  tokenBucket: () => Ratelimit.tokenBucket(1, "1 h", 3),
+  gcra: () => Ratelimit.gcra(3, "1 h"),
+};
+
+for (const [name, limiter] of Object.entries(algorithms)) {
+  test(`${name} admits up to its limit in Redis, then denies`, { skip: noGateway }, async () => {
+    const redis = new Redis({ url: URL_, token: TOKEN });
+    const ratelimit = new Ratelimit({ redis, limiter: limiter(), prefix: prefix(), ephemeralCache: false });
+    const before = Date.now();
+    for (const remaining of [2, 1, 0]) {
+      const response = await ratelimit.limit("user");
+      assert.equal(response.success, true, `${name}: ${JSON.stringify(response)}`);
+      assert.equal(response.remaining, remaining);
+      assert.equal(response.limit, 3);
+      assert.equal(response.reason, undefined);
+      await assertPending(response);
+    }
+    const denied = await ratelimit.limit("user");
+    assert.equal(denied.success, false);
+    assert.equal(denied.remaining, 0);
+    assert.ok(denied.reset > before, `reset ${denied.reset} is in the future`);
+    await assertPending(denied);
+    assert.equal((await ratelimit.limit("someone else")).success, true);
+    assert.deepEqual(Object.keys(await ratelimit.getRemaining("user")).sort(), ["limit", "remaining", "reset"]);
+  });
+}
+
+test("a negative rate refunds; getRemaining peeks; resetUsedTokens forgets", { skip: noGateway }, async () => {
+  const ratelimit = new Ratelimit({
+    redis: new Redis({ url: URL_, token: TOKEN }),
+    limiter: Ratelimit.fixedWindow(5, "1 d"),
+    prefix: prefix(),
+  });
+  assert.equal((await ratelimit.limit("u", { rate: 4 })).remaining, 1);
+  assert.equal((await ratelimit.limit("u", { rate: 2 })).success, false);
+  const refunded = await ratelimit.limit("u", { rate: -4 });
+  assert.equal(refunded.success, true);
+  assert.equal((await ratelimit.limit("u", { rate: 2 })).success, true, "the refund lifted the block");
+  const remaining = await ratelimit.getRemaining("u");
+  assert.equal(remaining.limit, 5);
+  assert.equal(typeof remaining.reset, "number");
+  assert.equal((await ratelimit.getRemaining("u")).remaining, remaining.remaining, "peeking takes nothing");
+  await ratelimit.resetUsedTokens("u");
+  assert.equal((await ratelimit.getRemaining("u")).remaining, 5);
+});
+
+test("Redis.fromEnv reads the given object, then process.env", { skip: noGateway }, async () => {
+  const env = { UPSTASH_REDIS_REST_URL: URL_, UPSTASH_REDIS_REST_TOKEN: TOKEN };
+  const fromObject = Redis.fromEnv(env);
+  assert.equal(fromObject.url, URL_);
+  const ratelimit = new Ratelimit({ redis: fromObject, limiter: Ratelimit.gcra(1, "1 h"), prefix: prefix() });
+  assert.equal((await ratelimit.limit("u")).success, true);
+
+  const saved = { ...process.env };
+  try {
+    Object.assign(process.env, env);
+    assert.equal(Redis.fromEnv().token, TOKEN);
+  } finally {
+    delete process.env.UPSTASH_REDIS_REST_URL;
+    delete process.env.UPSTASH_REDIS_REST_TOKEN;
+    Object.assign(process.env, saved);
+  }
+});
+
+test("without redis, limits live in this instance's memory", async () => {
+  const limiter = Ratelimit.slidingWindow(2, "1 h");
+  const first = new Ratelimit({ limiter });
+  const second = new Ratelimit({ limiter });
+  assert.equal((await first.limit("u")).success, true);
+  assert.equal((await first.limit("u")).success, true);
+  const denied = await first.limit("u");
+  assert.equal(denied.success, false);
+  await assertPending(denied);
+  assert.equal((await second.limit("u")).success, true, "instances do not share memory");
+  assert.equal((await first.limit("u", { rate: -1 })).success, true);
+  assert.equal((await first.limit("u")).success, true);
+});
+
+test("the ephemeral cache answers a blocked identifier without a request", { skip: noGateway }, async () => {
+  const counter = countingFetch();
+  const redis = new Redis({ url: URL_, token: TOKEN, fetch: counter.fetch });
+  const ratelimit = new Ratelimit({ redis, limiter: Ratelimit.fixedWindow(1, "1 d"), prefix: prefix(), ephemeralCache: new Map() });
+  assert.equal((await ratelimit.limit("u")).success, true);
+  const denied = await ratelimit.limit("u");
+  assert.equal(denied.success, false);
+  assert.equal(denied.reason, undefined);
+  const requests = counter.requests;
+  assert.ok(requests >= 2);
+
+  const blocked = await ratelimit.limit("u");
+  assert.equal(blocked.success, false);
+  assert.equal(blocked.reason, "cacheBlock");
+  assert.equal(blocked.reset, denied.reset);
+  await assertPending(blocked);
+  assert.equal(counter.requests, requests, "no request for a cached block");
+
+  assert.equal((await ratelimit.limit("other")).success, true);
+  assert.ok(counter.requests > requests);
+
+  // Without the cache, every call asks Redis.
+  const uncached = countingFetch();
+  const plain = new Ratelimit({
+    redis: new Redis({ url: URL_, token: TOKEN, fetch: uncached.fetch }),
+    limiter: Ratelimit.fixedWindow(1, "1 d"),
+    prefix: prefix(),
+    ephemeralCache: false,
+  });
+  for (let i = 0; i < 3; i++) await plain.limit("u");
+  const afterThree = uncached.requests;
+  await plain.limit("u");
+  assert.equal(uncached.requests, afterThree + 1);
+});
+
+/** A fetch that answers after `ms`, or rejects when aborted. */
+const slowFetch = (ms) => (_url, init) =>
+  new Promise((resolve, reject) => {
+    const timer = setTimeout(() => resolve(new Response(JSON.stringify({ result: null }))), ms);
+    init?.signal?.addEventListener("abort", () => {
+      clearTimeout(timer);
+      reject(init.signal.reason ?? new Error("aborted"));
+    });
+  });
+/** A fetch that never answers and ignores the abort signal. */
+const deafFetch = () => new Promise(() => {});
+
+for (const [label, fetch] of [["a slow fetch", slowFetch(2_000)], ["a fetch that ignores abort", deafFetch]]) {
+  for (const failMode of ["open", "closed"]) {
+    test(`timeout with ${label}, fail ${failMode}`, async () => {
+      const ratelimit = new Ratelimit({
+        redis: new Redis({ url: "http://127.0.0.1:9", token: "t", fetch }),
+        limiter: Ratelimit.fixedWindow(5, "1 m"),
+        timeout: 50,
+        failMode,
+      });
+      const started = Date.now();
+      const response = await ratelimit.limit("u");
+      assert.ok(Date.now() - started < 1_500, "gave up near the timeout");
+      assert.equal(response.success, failMode === "open");
+      assert.equal(response.reason, "timeout");
+      assert.equal(response.limit, 5);
+      await assertPending(response);
+    });
+  }
+}
+
+for (const failMode of ["open", "closed"]) {
+  test(`an unreachable server fails ${failMode}`, { skip: !CLOSED_URL && "EDGELIMIT_TEST_CLOSED_URL is not set" }, async () => {
+    const ratelimit = new Ratelimit({
+      redis: new Redis({ url: CLOSED_URL, token: "t" }),
+      limiter: Ratelimit.tokenBucket(1, "1 s", 5),
+      failMode,
+    });
+    const response = await ratelimit.limit("u");
+    assert.equal(response.success, failMode === "open");
+    assert.equal(response.reason, "error");
+    await assert.rejects(ratelimit.getRemaining("u"), (error) => error instanceof Error && /network|fetch/i.test(error.message));
+  });
+}
+
+test("a wrong token is an error answered by the fail mode", { skip: noGateway }, async () => {
+  const ratelimit = new Ratelimit({
+    redis: new Redis({ url: URL_, token: "wrong" }),
+    limiter: Ratelimit.gcra(1, "1 s"),
+    failMode: "closed",
+  });
+  const response = await ratelimit.limit("u");
+  assert.deepEqual([response.success, response.reason], [false, "error"]);
+});
+
+/** Checks that `error` is an instance of `kind` whose message names `field`. */
+const named = (kind, field) => (error) => {
+  assert.ok(error instanceof kind, `expected ${kind.name}, got ${error?.constructor?.name}: ${error?.message}`);
+  assert.ok(error.message.includes(field), `"${error.message}" names ${field}`);
+  return true;
+};
+
+test("bad options throw a TypeError or RangeError naming the field", async () => {
+  const limiter = Ratelimit.fixedWindow(3, "10 s");
+  const redis = { url: "http://127.0.0.1:9", token: "t" };
+  const cases = [
+    [() => new Ratelimit(), TypeError, "config"],
+    [() => new Ratelimit({}), TypeError, "limiter"],
+    [() => new Ratelimit({ limiter: {} }), TypeError, "limiter"],
+    [() => new Ratelimit({ limiter: "slidingWindow" }), TypeError, "limiter"],
+    [() => new Ratelimit({ limiter, prefix: 5 }), TypeError, "prefix"],
+    [() => new Ratelimit({ limiter, ephemeralCache: "yes" }), TypeError, "ephemeralCache"],
+    [() => new Ratelimit({ limiter, ephemeralCache: 0 }), RangeError, "ephemeralCache"],
+    [() => new Ratelimit({ limiter, ephemeralCache: new Set() }), TypeError, "ephemeralCache"],
+    [() => new Ratelimit({ limiter, timeout: -1 }), RangeError, "timeout"],
+    [() => new Ratelimit({ limiter, timeout: NaN }), RangeError, "timeout"],
+    [() => new Ratelimit({ limiter, timeout: 1.5 }), RangeError, "timeout"],
+    [() => new Ratelimit({ limiter, timeout: "5000" }), TypeError, "timeout"],
+    [() => new Ratelimit({ limiter, failMode: "sometimes" }), RangeError, "failMode"],
+    [() => new Ratelimit({ limiter, failMode: true }), TypeError, "failMode"],
+    [() => new Ratelimit({ limiter, redis: "redis://x" }), TypeError, "redis"],
+    [() => new Ratelimit({ limiter, redis: {} }), TypeError, "url"],
+    [() => new Ratelimit({ limiter, redis: { ...redis, url: "ftp://x" } }), RangeError, "url"],
+    [() => new Ratelimit({ limiter, redis: { ...redis, token: 5 } }), TypeError, "token"],
+    [() => new Ratelimit({ limiter, redis: { ...redis, fetch: "fetch" } }), TypeError, "fetch"],
+    [() => new Redis({ ...redis, fetch: 1 }), TypeError, "fetch"],
+    [() => new Redis({ token: "t" }), TypeError, "url"],
+    [() => new Redis({ url: "http://x", token: "" }), RangeError, "token"],
+    [() => Redis.fromEnv({}), TypeError, "UPSTASH_REDIS_REST_URL"],
+    [() => Redis.fromEnv({ UPSTASH_REDIS_REST_URL: "http://x" }), TypeError, "UPSTASH_REDIS_REST_TOKEN"],
+    [() => Redis.fromEnv("env"), TypeError, "env"],
+    [() => Ratelimit.fixedWindow(0, "1 s"), RangeError, "tokens"],
+    [() => Ratelimit.fixedWindow("3", "1 s"), TypeError, "tokens"],
+    [() => Ratelimit.fixedWindow(3, "ten"), RangeError, "window"],
+    [() => Ratelimit.fixedWindow(3, "10 sec"), RangeError, "window"],
+    [() => Ratelimit.fixedWindow(3, -5), RangeError, "window"],
+    [() => Ratelimit.fixedWindow(3, {}), TypeError, "window"],
+    [() => Ratelimit.slidingWindow(1.5, "1 s"), RangeError, "tokens"],
+    [() => Ratelimit.slidingWindow(2 ** 60, "1 s"), RangeError, "tokens"],
+    [() => Ratelimit.tokenBucket(1, "1 s", 0), RangeError, "maxTokens"],
+    [() => Ratelimit.tokenBucket(NaN, "1 s", 1), RangeError, "refillRate"],
+    [() => Ratelimit.tokenBucket(1, undefined, 1), TypeError, "interval"],
+    [() => Ratelimit.gcra(1, "1 s", { burst: -1 }), RangeError, "burst"],
+    [() => Ratelimit.gcra(1, "0 s"), RangeError, "period"],
+    [() => Ratelimit.gcra(1, "1 s", 5), TypeError, "options"],
+  ];
+  const ratelimit = new Ratelimit({ limiter });
+  for (const [index, [make, kind, field]] of cases.entries()) {
+    assert.throws(make, named(kind, field), make.toString());
+    assert.equal((await ratelimit.limit(`ok-${index}`)).success, true, `still works after ${make}`);
+  }
+  assert.equal(new Ratelimit({ limiter, ephemeralCache: 5, timeout: 0, failMode: "closed", prefix: "" }) instanceof Ratelimit, true);
+});
+
+test("bad arguments reject with a TypeError or RangeError naming the field; the instance keeps working", async (t) => {
+  const instances = { memory: new Ratelimit({ limiter: Ratelimit.fixedWindow(100, "1 h") }) };
+  if (URL_) {
+    instances.redis = new Ratelimit({
+      redis: new Redis({ url: URL_, token: TOKEN }),
+      limiter: Ratelimit.fixedWindow(100, "1 h"),
+      prefix: prefix(),
+    });
+  }
+  for (const [name, ratelimit] of Object.entries(instances)) {
+    await t.test(name, async () => {
+      const cases = [
+        [() => ratelimit.limit(), TypeError, "identifier"],
+        [() => ratelimit.limit(5), TypeError, "identifier"],
+        [() => ratelimit.limit(""), RangeError, "identifier"],
+        [() => ratelimit.limit({ id: 1 }), TypeError, "identifier"],
+        [() => ratelimit.limit("u", 5), TypeError, "options"],
+        [() => ratelimit.limit("u", { rate: "1" }), TypeError, "rate"],
+        [() => ratelimit.limit("u", { rate: "é".repeat(100) }), TypeError, "rate"],
+        [() => ratelimit.limit("u", { rate: NaN }), RangeError, "rate"],
+        [() => ratelimit.limit("u", { rate: Infinity }), RangeError, "rate"],
+        [() => ratelimit.limit("u", { rate: -Infinity }), RangeError, "rate"],
+        [() => ratelimit.limit("u", { rate: 1e300 }), RangeError, "rate"],
+        [() => ratelimit.limit("u", { rate: -1e300 }), RangeError, "rate"],
+        [() => ratelimit.limit("u", { rate: 1.5 }), RangeError, "rate"],
+        [() => ratelimit.getRemaining(null), TypeError, "identifier"],
+        [() => ratelimit.getRemaining(""), RangeError, "identifier"],
+        [() => ratelimit.resetUsedTokens(7), TypeError, "identifier"],
+      ];
+      for (const [call, kind, field] of cases) {
+        await assert.rejects(call, named(kind, field), call.toString());
+        const ok = await ratelimit.limit("u");
+        assert.equal(ok.success, true, `still works after ${call}`);
+      }
+      // A rate above the limit is a denial, not an error.
+      assert.equal((await ratelimit.limit("u", { rate: 101 })).success, false);
+    });
+  }
+});
