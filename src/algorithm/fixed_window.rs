@@ -45,7 +45,8 @@ impl FixedWindow {
 
     /// Index of the window holding `now` (microseconds since the epoch).
     pub fn window_index(&self, now: u64) -> u64 {
-        now / 1_000 / self.window_ms
+        // One division: floor(floor(now / 1000) / w) = floor(now / (1000 w)).
+        now / (self.window_ms * 1_000)
     }
 
     fn used(&self, state: Option<FixedWindowState>, window: u64) -> u64 {

@@ -47,7 +47,8 @@ impl SlidingWindow {
 
     /// Index of the window holding `now` (microseconds since the epoch).
     pub fn window_index(&self, now: u64) -> u64 {
-        now / 1_000 / self.window_ms
+        // One division: floor(floor(now / 1000) / w) = floor(now / (1000 w)).
+        now / (self.window_ms * 1_000)
     }
 
     /// `(current, previous)` counters as seen from `window`.
@@ -62,6 +63,9 @@ impl SlidingWindow {
     /// The part of `previous` still inside the sliding window at `now_ms`, computed in floating point
     /// as the Lua script (and `@upstash/ratelimit`) does, so both give the same integer.
     pub fn weighted_previous(&self, previous: u64, now_ms: u64) -> u64 {
+        if previous == 0 {
+            return 0;
+        }
         let progress = (now_ms % self.window_ms) as f64 / self.window_ms as f64;
         ((1.0 - progress) * previous as f64).floor() as u64
     }
