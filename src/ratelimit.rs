@@ -441,32 +441,7 @@ mod tests {
     fn keys_carry_the_prefix() {
         let clock = ManualClock::from_millis(START_MS);
         let store = Arc::new(memory(&clock));
-        struct Shared(Arc<MemoryBackend>);
-        #[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]
-        #[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
-        impl Backend for Shared {
-            async fn acquire(&self, key: &str, cost: f64, params: Algorithm) -> Result<Decision> {
-                self.0.acquire(key, cost, params).await
-            }
-            async fn available(&self, key: &str, params: Algorithm) -> Result<f64> {
-                self.0.available(key, params).await
-            }
-            async fn time_until_available(
-                &self,
-                key: &str,
-                cost: f64,
-                params: Algorithm,
-            ) -> Result<Duration> {
-                self.0.time_until_available(key, cost, params).await
-            }
-            async fn reset(&self, key: &str, params: Algorithm) -> Result<()> {
-                self.0.reset(key, params).await
-            }
-            fn backend_name(&self) -> &str {
-                "shared"
-            }
-        }
-        let limiter = Ratelimit::new(Shared(Arc::clone(&store)), fixed(5, 60))
+        let limiter = Ratelimit::new(Arc::clone(&store), fixed(5, 60))
             .with_prefix("app")
             .with_clock(clock);
         pollster::block_on(async {

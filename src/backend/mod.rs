@@ -52,3 +52,33 @@ pub trait Backend: MaybeSendSync {
     /// The backend's name, for diagnostics.
     fn backend_name(&self) -> &str;
 }
+
+/// A shared store is a store: one `Arc<MemoryBackend>` (or any backend) can serve several limits.
+#[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]
+#[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
+impl<B: Backend + ?Sized> Backend for std::sync::Arc<B> {
+    async fn acquire(&self, key: &str, cost: f64, params: Algorithm) -> Result<Decision> {
+        (**self).acquire(key, cost, params).await
+    }
+
+    async fn available(&self, key: &str, params: Algorithm) -> Result<f64> {
+        (**self).available(key, params).await
+    }
+
+    async fn time_until_available(
+        &self,
+        key: &str,
+        cost: f64,
+        params: Algorithm,
+    ) -> Result<Duration> {
+        (**self).time_until_available(key, cost, params).await
+    }
+
+    async fn reset(&self, key: &str, params: Algorithm) -> Result<()> {
+        (**self).reset(key, params).await
+    }
+
+    fn backend_name(&self) -> &str {
+        (**self).backend_name()
+    }
+}
