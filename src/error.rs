@@ -75,5 +75,19 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// Whether the caller's input caused this error (a bad duration, parameter or cost), as opposed to
+    /// the store or the network failing.
+    pub fn is_invalid_input(&self) -> bool {
+        matches!(
+            self,
+            Self::InvalidDuration { .. }
+                | Self::InvalidParameter { .. }
+                | Self::InvalidCost { .. }
+                | Self::CostExceedsCapacity { .. }
+        )
+    }
+}
+
 /// `Result` with edgelimit's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

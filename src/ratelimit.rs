@@ -191,7 +191,7 @@ impl Ratelimit {
                     reason: None,
                 })
             }
-            Err(error) if is_input_error(&error) => Err(error),
+            Err(error) if error.is_invalid_input() => Err(error),
             Err(error) => Ok(Response {
                 success: self.fail_mode == FailMode::Open,
                 limit: self.algorithm.capacity(),
@@ -249,17 +249,6 @@ impl Ratelimit {
         }
         self.algorithm.acquire(None, now_micros, rate).map(drop)
     }
-}
-
-/// Errors caused by the caller's input, which the fail mode does not cover.
-fn is_input_error(error: &Error) -> bool {
-    matches!(
-        error,
-        Error::InvalidDuration { .. }
-            | Error::InvalidParameter { .. }
-            | Error::InvalidCost { .. }
-            | Error::CostExceedsCapacity { .. }
-    )
 }
 
 /// Identifiers known to be blocked until some time, bounded in size.

@@ -30,14 +30,10 @@ pub fn range_error(context: &str, field: &str, reason: &str, value: &JsValue) ->
 
 /// The crate's error as a JavaScript one: bad input is a `RangeError`, everything else an `Error`.
 pub fn to_js_error(context: &str, error: &Error) -> JsValue {
-    match error {
-        Error::InvalidDuration { .. }
-        | Error::InvalidParameter { .. }
-        | Error::InvalidCost { .. }
-        | Error::CostExceedsCapacity { .. } => {
-            js_sys::RangeError::new(&format!("{context}: {error}")).into()
-        }
-        _ => js_sys::Error::new(&format!("{context}: {error}")).into(),
+    if error.is_invalid_input() {
+        js_sys::RangeError::new(&format!("{context}: {error}")).into()
+    } else {
+        js_sys::Error::new(&format!("{context}: {error}")).into()
     }
 }
 
