@@ -67,6 +67,13 @@ pub enum Error {
         /// Redis's error message (`NOSCRIPT ...`, `WRONGTYPE ...`).
         message: String,
     },
+    /// The operation needs something this limit or store does not offer (say, dynamic limits not
+    /// enabled).
+    #[error("unsupported: {what}")]
+    Unsupported {
+        /// What was asked and is missing.
+        what: String,
+    },
     /// The reply was not what the protocol or the script promises.
     #[error("malformed reply: {message}")]
     MalformedReply {
@@ -76,8 +83,8 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether the caller's input caused this error (a bad duration, parameter or cost), as opposed to
-    /// the store or the network failing.
+    /// Whether the caller's input or configuration caused this error (a bad duration, parameter or
+    /// cost, an unsupported operation), as opposed to the store or the network failing.
     pub fn is_invalid_input(&self) -> bool {
         matches!(
             self,
@@ -85,6 +92,7 @@ impl Error {
                 | Self::InvalidParameter { .. }
                 | Self::InvalidCost { .. }
                 | Self::CostExceedsCapacity { .. }
+                | Self::Unsupported { .. }
         )
     }
 }

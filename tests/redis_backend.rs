@@ -474,3 +474,85 @@ async fn failures_become_typed_errors() {
         "the backend did not recover after Redis came back"
     );
 }
+
+#[tokio::test]
+async fn a_dynamic_limit_is_read_by_each_script_atomically_and_agrees_with_memory() {
+    let servers = Servers::start();
+    let clock = ManualClock::from_millis(EPOCH_MS);
+    let redis = Arc::new(RedisBackend::new(servers.gateway.transport()).with_clock(clock.clone()));
+    let memory = MemoryBackend::new().with_clock(clock.clone());
+    let limit_key = "dynamic-test:dynamic:global";
+    for (index, rule) in hour_limits(3).into_iter().enumerate() {
+        let key = format!("dynamic-test:{index}");
+        for limit in [Some(5), None, Some(2)] {
+            redis.set_dynamic_limit(limit_key, limit).await.unwrap();
+            memory.set_dynamic_limit(limit_key, limit).await.unwrap();
+            assert_eq!(redis.dynamic_limit(limit_key).await.unwrap(), limit);
+            redis.reset(&key, rule).await.unwrap();
+            memory.reset(&key, rule).await.unwrap();
+            let mut admitted = 0;
+            for _ in 0..7 {
+                let r = redis
+                    .acquire_with_dynamic_limit(&key, 1.0, rule, limit_key)
+                    .await
+                    .unwrap();
+                let m = memory
+                    .acquire_with_dynamic_limit(&key, 1.0, rule, limit_key)
+                    .await
+                    .unwrap();
+                assert_eq!(r, m, "{} with {limit:?}", rule.name());
+                assert_eq!(r.limit, limit.unwrap_or(3), "{}", rule.name());
+                admitted += u64::from(r.allowed);
+            }
+            assert_eq!(
+                admitted,
+                limit.unwrap_or(3),
+                "{} with {limit:?}",
+                rule.name()
+            );
+        }
+    }
+
+    // Sixty-four concurrent callers under a dynamic limit of 50 get exactly 50.
+    redis.set_dynamic_limit(limit_key, Some(50)).await.unwrap();
+    for (index, rule) in hour_limits(100).into_iter().enumerate() {
+        let key = format!("dynamic-concurrent:{index}");
+        let tasks: Vec<_> = (0..64)
+            .map(|_| {
+                let (redis, key) = (redis.clone(), key.clone());
+                tokio::spawn(async move {
+                    let decision = redis
+                        .acquire_with_dynamic_limit(&key, 1.0, rule, limit_key)
+                        .await
+                        .unwrap();
+                    u64::from(decision.allowed)
+                })
+            })
+            .collect();
+        let mut admitted = 0;
+        for task in tasks {
+            admitted += task.await.unwrap();
+        }
+        assert_eq!(admitted, 50, "{}", rule.name());
+    }
+
+    // A stored limit that is not a whole number from 1 is an error, not a silent default.
+    command(&servers, &["SET", limit_key, "zero"])
+        .await
+        .unwrap();
+    for rule in hour_limits(3) {
+        let error = redis
+            .acquire_with_dynamic_limit("dynamic-test:bad", 1.0, rule, limit_key)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&error, Error::Redis { message } if message.contains("dynamic limit")),
+            "{}: {error}",
+            rule.name()
+        );
+    }
+    assert!(matches!(
+        redis.dynamic_limit(limit_key).await,
+        Err(Error::MalformedReply { .. })
+    ));
+}

@@ -3,9 +3,10 @@
 -- counting denied requests too. Mirrors FixedWindow::acquire in fixed_window.rs.
 -- KEYS: counters of consecutive windows, KEYS[1] being window ARGV[2].
 -- ARGV: now (µs or ""), window of KEYS[1], window length (ms), limit, cost.
--- Reply: {allowed (0/1), now (µs), window, count stored before this request}.
+-- ARGV[6] = '1' when the last key is the dynamic limit (see the prelude).
+-- Reply: {allowed (0/1), now (µs), limit applied, window, count stored before this request}.
 local now = now_micros()
-local keys_from, window_ms, limit, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local keys_from, window_ms, limit, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), capacity(tonumber(ARGV[4])), tonumber(ARGV[5])
 local window = math.floor(math.floor(now / 1000) / window_ms)
 local key = window_of(keys_from, window)
 local used = math.max(0, tonumber(redis.call('GET', key) or '0'))
@@ -28,4 +29,4 @@ if written ~= nil and written ~= used then
     redis.call('PEXPIRE', key, window_ms)
   end
 end
-return {allowed, now, window, used}
+return {allowed, now, limit, window, used}

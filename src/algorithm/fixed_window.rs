@@ -65,6 +65,10 @@ impl Policy for FixedWindow {
         self.limit
     }
 
+    fn with_capacity(&self, capacity: u64) -> Result<Self> {
+        Self::new(capacity, Duration::from_millis(self.window_ms))
+    }
+
     fn acquire(
         &self,
         state: Option<Self::State>,

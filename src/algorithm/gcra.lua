@@ -3,9 +3,17 @@
 -- gcra.rs.
 -- KEYS[1]: the TAT, a string of whole microseconds since the epoch.
 -- ARGV: now (µs or ""), emission interval (µs), tolerance (µs), burst, cost.
--- Reply: {allowed (0/1), now (µs), stored TAT or -1 if none}.
+-- ARGV[6] = '1' when the last key is the dynamic limit (see the prelude), which replaces the burst.
+-- Reply: {allowed (0/1), now (µs), burst applied, stored TAT or -1 if none}.
 local now = now_micros()
 local interval, tolerance, burst, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+if dynamic_key ~= nil then
+  burst = capacity(burst)
+  tolerance = interval * burst
+  if tolerance > 9007199254740991 then
+    error('edgelimit: the dynamic limit in ' .. dynamic_key .. ' makes a tolerance above 2^53 - 1 microseconds')
+  end
+end
 local stored = tonumber(redis.call('GET', KEYS[1]))
 local tat = math.max(stored or now, now)
 
@@ -30,4 +38,4 @@ if written ~= nil then
     redis.call('DEL', KEYS[1])
   end
 end
-return {allowed, now, stored or -1}
+return {allowed, now, burst, stored or -1}

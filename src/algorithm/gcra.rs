@@ -93,6 +93,10 @@ impl Policy for Gcra {
         self.burst
     }
 
+    fn with_capacity(&self, capacity: u64) -> Result<Self> {
+        Self::new(self.limit, Duration::from_millis(self.period_ms), capacity)
+    }
+
     fn acquire(
         &self,
         state: Option<Self::State>,

@@ -44,6 +44,12 @@ pub trait Policy {
     /// The most a single request may cost.
     fn capacity(&self) -> u64;
 
+    /// The same algorithm with another capacity (the rest of its parameters kept), as dynamic limits
+    /// need; fails where [`Policy`]'s constructor would.
+    fn with_capacity(&self, capacity: u64) -> Result<Self>
+    where
+        Self: Sized;
+
     /// Decides one request of `cost` at `now` and returns the state to store.
     fn acquire(
         &self,
@@ -145,6 +151,13 @@ impl Algorithm {
     /// See [`Policy::capacity`].
     pub fn capacity(&self) -> u64 {
         dispatch!(self, None::<&State>, |rule, _state| rule.capacity())
+    }
+
+    /// See [`Policy::with_capacity`].
+    pub fn with_capacity(&self, capacity: u64) -> Result<Algorithm> {
+        dispatch!(self, None::<&State>, |rule, _state| rule
+            .with_capacity(capacity)
+            .map(Algorithm::from))
     }
 
     /// See [`Policy::acquire`].

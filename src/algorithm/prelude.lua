@@ -9,9 +9,33 @@ local function now_micros()
   return tonumber(time[1]) * 1000000 + tonumber(time[2])
 end
 
+-- With ARGV[6] = '1', the last key is @upstash/ratelimit's dynamic limit (`<prefix>:dynamic:global`).
+local dynamic_key = nil
+if ARGV[6] == '1' then
+  dynamic_key = KEYS[#KEYS]
+end
+local state_keys = #KEYS - (dynamic_key and 1 or 0)
+
+-- The capacity to apply: the dynamic limit when one is stored, else `configured`.
+local function capacity(configured)
+  if dynamic_key == nil then
+    return configured
+  end
+  local stored = redis.call('GET', dynamic_key)
+  if not stored then
+    return configured
+  end
+  local limit = tonumber(stored)
+  if limit == nil or limit < 1 or limit > 9007199254740991 or limit ~= math.floor(limit) then
+    error('edgelimit: the dynamic limit in ' .. dynamic_key .. ' is not a whole number from 1 to 2^53 - 1: ' .. stored)
+  end
+  return limit
+end
+
 local function window_of(keys_from, index)
-  local key = KEYS[index - keys_from + 1]
-  if key == nil then
+  local position = index - keys_from + 1
+  local key = KEYS[position]
+  if position < 1 or position > state_keys then
     error('edgelimit: window ' .. index .. ' is outside the keys sent (clocks more than a window apart)')
   end
   return key

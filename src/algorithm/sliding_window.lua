@@ -5,9 +5,10 @@
 -- Mirrors SlidingWindow::acquire in sliding_window.rs.
 -- KEYS: counters of consecutive windows, KEYS[1] being window ARGV[2].
 -- ARGV: now (µs or ""), window of KEYS[1], window length (ms), limit, cost.
--- Reply: {allowed (0/1), now (µs), window, current count before this request, previous count}.
+-- ARGV[6] = '1' when the last key is the dynamic limit (see the prelude).
+-- Reply: {allowed (0/1), now (µs), limit applied, window, current count before this request, previous count}.
 local now = now_micros()
-local keys_from, window_ms, limit, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local keys_from, window_ms, limit, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), capacity(tonumber(ARGV[4])), tonumber(ARGV[5])
 local ms = math.floor(now / 1000)
 local window = math.floor(ms / window_ms)
 local current_key = window_of(keys_from, window)
@@ -35,4 +36,4 @@ if written ~= nil and written ~= current then
     redis.call('PEXPIRE', current_key, window_ms * 2 + 1000)
   end
 end
-return {allowed, now, window, current, previous}
+return {allowed, now, limit, window, current, previous}

@@ -114,6 +114,10 @@ impl Policy for SlidingWindow {
         self.limit
     }
 
+    fn with_capacity(&self, capacity: u64) -> Result<Self> {
+        Self::new(capacity, Duration::from_millis(self.window_ms))
+    }
+
     fn acquire(
         &self,
         state: Option<Self::State>,

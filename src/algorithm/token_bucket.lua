@@ -4,9 +4,10 @@
 -- Mirrors TokenBucket::acquire in token_bucket.rs.
 -- KEYS[1]: the bucket, a hash {refilledAt (ms), tokens}.
 -- ARGV: now (µs or ""), max tokens, interval (ms), refill rate, cost.
--- Reply: {allowed (0/1), now (µs), stored refilledAt or -1 if none, stored tokens as a string}.
+-- ARGV[6] = '1' when the last key is the dynamic limit (see the prelude).
+-- Reply: {allowed (0/1), now (µs), max tokens applied, stored refilledAt or -1 if none, stored tokens as a string}.
 local now = now_micros()
-local max_tokens, interval, rate, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local max_tokens, interval, rate, cost = capacity(tonumber(ARGV[2])), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local ms = math.floor(now / 1000)
 local stored = redis.call('HMGET', KEYS[1], 'refilledAt', 'tokens')
 local refilled_at, tokens = tonumber(stored[1]), tonumber(stored[2])
@@ -45,6 +46,6 @@ if written ~= nil then
   end
 end
 if refilled_at == nil or tokens == nil then
-  return {allowed, now, -1, ''}
+  return {allowed, now, max_tokens, -1, ''}
 end
-return {allowed, now, refilled_at, string.format('%.17g', tokens)}
+return {allowed, now, max_tokens, refilled_at, string.format('%.17g', tokens)}

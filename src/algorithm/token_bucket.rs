@@ -93,6 +93,14 @@ impl Policy for TokenBucket {
         self.max_tokens
     }
 
+    fn with_capacity(&self, capacity: u64) -> Result<Self> {
+        Self::new(
+            self.refill_rate,
+            Duration::from_millis(self.interval_ms),
+            capacity,
+        )
+    }
+
     fn acquire(
         &self,
         state: Option<Self::State>,

@@ -31,6 +31,8 @@ pub struct MemoryBackend {
     shards: Box<[Mutex<Shard>]>,
     hasher: foldhash::fast::RandomState,
     clock: Arc<dyn Clock>,
+    /// Limits set with [`Backend::set_dynamic_limit`], by key.
+    dynamic_limits: Mutex<std::collections::HashMap<String, u64>>,
 }
 
 struct Shard {
@@ -79,6 +81,7 @@ impl MemoryBackend {
             shards,
             hasher: foldhash::fast::RandomState::default(),
             clock: Arc::new(SystemClock),
+            dynamic_limits: Mutex::default(),
         }
     }
 
@@ -224,5 +227,25 @@ impl Backend for MemoryBackend {
 
     fn backend_name(&self) -> &str {
         "memory"
+    }
+
+    async fn dynamic_limit(&self, limit_key: &str) -> Result<Option<u64>> {
+        let limits = self
+            .dynamic_limits
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        Ok(limits.get(limit_key).copied())
+    }
+
+    async fn set_dynamic_limit(&self, limit_key: &str, limit: Option<u64>) -> Result<()> {
+        let mut limits = self
+            .dynamic_limits
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match limit {
+            Some(limit) => limits.insert(limit_key.to_owned(), limit),
+            None => limits.remove(limit_key),
+        };
+        Ok(())
     }
 }

@@ -6,7 +6,7 @@ pub use memory::MemoryBackend;
 
 use crate::algorithm::Algorithm;
 use crate::decision::Decision;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use std::time::Duration;
 
 /// `Send + Sync` natively; nothing on wasm, where JavaScript values are neither.
@@ -51,6 +51,42 @@ pub trait Backend: MaybeSendSync {
 
     /// The backend's name, for diagnostics.
     fn backend_name(&self) -> &str;
+
+    /// Like [`Backend::acquire`], with the capacity replaced by the limit stored under `limit_key` when
+    /// there is one (the dynamic limits of `@upstash/ratelimit`). The default reads the stored limit,
+    /// then acquires; a store that can do both in one atomic step should.
+    async fn acquire_with_dynamic_limit(
+        &self,
+        key: &str,
+        cost: f64,
+        params: Algorithm,
+        limit_key: &str,
+    ) -> Result<Decision> {
+        let params = match self.dynamic_limit(limit_key).await? {
+            Some(limit) => params.with_capacity(limit)?,
+            None => params,
+        };
+        self.acquire(key, cost, params).await
+    }
+
+    /// The limit stored under `limit_key`, if any. The default: dynamic limits are unsupported.
+    async fn dynamic_limit(&self, limit_key: &str) -> Result<Option<u64>> {
+        let _ = limit_key;
+        Err(unsupported_dynamic_limits(self.backend_name()))
+    }
+
+    /// Stores `limit` under `limit_key`, or removes it for `None`. The default: dynamic limits are
+    /// unsupported.
+    async fn set_dynamic_limit(&self, limit_key: &str, limit: Option<u64>) -> Result<()> {
+        let _ = (limit_key, limit);
+        Err(unsupported_dynamic_limits(self.backend_name()))
+    }
+}
+
+fn unsupported_dynamic_limits(backend: &str) -> Error {
+    Error::Unsupported {
+        what: format!("dynamic limits in the {backend} backend"),
+    }
 }
 
 /// A shared store is a store: one `Arc<MemoryBackend>` (or any backend) can serve several limits.
@@ -80,5 +116,25 @@ impl<B: Backend + ?Sized> Backend for std::sync::Arc<B> {
 
     fn backend_name(&self) -> &str {
         (**self).backend_name()
+    }
+
+    async fn acquire_with_dynamic_limit(
+        &self,
+        key: &str,
+        cost: f64,
+        params: Algorithm,
+        limit_key: &str,
+    ) -> Result<Decision> {
+        (**self)
+            .acquire_with_dynamic_limit(key, cost, params, limit_key)
+            .await
+    }
+
+    async fn dynamic_limit(&self, limit_key: &str) -> Result<Option<u64>> {
+        (**self).dynamic_limit(limit_key).await
+    }
+
+    async fn set_dynamic_limit(&self, limit_key: &str, limit: Option<u64>) -> Result<()> {
+        (**self).set_dynamic_limit(limit_key, limit).await
     }
 }

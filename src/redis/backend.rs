@@ -6,7 +6,7 @@ use crate::algorithm::{Algorithm, Policy};
 use crate::backend::Backend;
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::transport::Transport;
 use serde_json::Value;
 use std::sync::Arc;
@@ -36,11 +36,12 @@ macro_rules! with_rule {
     };
 }
 
-/// What a script found and decided.
-struct Outcome<S> {
+/// What a script found and decided, and the rule it applied (the dynamic limit may change it).
+struct Outcome<L: Layout> {
     allowed: bool,
     now: u64,
-    stored: Option<S>,
+    stored: Option<L::State>,
+    rule: L,
 }
 
 impl<T: Transport> RedisBackend<T> {
@@ -78,18 +79,29 @@ impl<T: Transport> RedisBackend<T> {
         &self.client
     }
 
-    /// Runs `rule`'s script for `cost` on `key`.
-    async fn run<L: Layout>(&self, rule: &L, key: &str, cost: f64) -> Result<Outcome<L::State>> {
+    /// Runs `rule`'s script for `cost` on `key`, with the dynamic limit stored under `limit_key` if
+    /// given.
+    async fn run<L: Layout>(
+        &self,
+        rule: &L,
+        key: &str,
+        cost: f64,
+        limit_key: Option<&str>,
+    ) -> Result<Outcome<L>> {
         let now = self.clock.now_micros();
         // Refuse a bad cost before anything reaches the network.
         rule.acquire(None, now, cost)?;
-        let call = rule.call(key, now, self.redis_time, cost);
+        let mut call = rule.call(key, now, self.redis_time, cost);
         let time = if self.redis_time {
             String::new()
         } else {
             now.to_string()
         };
-        let args: Vec<String> = std::iter::once(time).chain(call.args).collect();
+        let mut args: Vec<String> = std::iter::once(time).chain(call.args).collect();
+        if let Some(limit_key) = limit_key {
+            call.keys.push(limit_key.to_owned());
+            args.push("1".to_owned());
+        }
         let reply = rule.script().run(&self.client, &call.keys, &args).await?;
         let Value::Array(fields) = reply else {
             return Err(malformed(&format!(
@@ -98,22 +110,39 @@ impl<T: Transport> RedisBackend<T> {
             )));
         };
         let flag = |index: usize| fields.get(index).and_then(Value::as_u64);
-        let (Some(allowed @ 0..=1), Some(now)) = (flag(0), flag(1)) else {
+        let (Some(allowed @ 0..=1), Some(now), Some(capacity)) = (flag(0), flag(1), flag(2)) else {
             return Err(malformed(&format!(
                 "the {} script returned {fields:?}",
                 rule.script().name()
             )));
         };
+        let rule = if capacity == rule.capacity() {
+            rule.clone()
+        } else {
+            rule.with_capacity(capacity).map_err(|error| Error::Redis {
+                message: format!("the dynamic limit {capacity} does not fit: {error}"),
+            })?
+        };
         Ok(Outcome {
             allowed: allowed == 1,
             now,
-            stored: rule.decode(&fields[2..])?,
+            stored: rule.decode(&fields[3..])?,
+            rule,
         })
     }
 
-    async fn decide<L: Layout>(&self, rule: &L, key: &str, cost: f64) -> Result<Decision> {
-        let outcome = self.run(rule, key, cost).await?;
-        let decision = rule.acquire(outcome.stored, outcome.now, cost)?.decision;
+    async fn decide<L: Layout>(
+        &self,
+        rule: &L,
+        key: &str,
+        cost: f64,
+        limit_key: Option<&str>,
+    ) -> Result<Decision> {
+        let outcome = self.run(rule, key, cost, limit_key).await?;
+        let decision = outcome
+            .rule
+            .acquire(outcome.stored, outcome.now, cost)?
+            .decision;
         if decision.allowed != outcome.allowed {
             return Err(malformed(&format!(
                 "the {} script {} a request the algorithm {}",
@@ -134,12 +163,12 @@ impl<T: Transport> RedisBackend<T> {
 #[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
 impl<T: Transport> Backend for RedisBackend<T> {
     async fn acquire(&self, key: &str, cost: f64, params: Algorithm) -> Result<Decision> {
-        with_rule!(params, |rule| self.decide(&rule, key, cost).await)
+        with_rule!(params, |rule| self.decide(&rule, key, cost, None).await)
     }
 
     async fn available(&self, key: &str, params: Algorithm) -> Result<f64> {
         with_rule!(params, |rule| {
-            let outcome = self.run(&rule, key, 0.0).await?;
+            let outcome = self.run(&rule, key, 0.0, None).await?;
             Ok(rule.available(outcome.stored, outcome.now))
         })
     }
@@ -151,7 +180,7 @@ impl<T: Transport> Backend for RedisBackend<T> {
         params: Algorithm,
     ) -> Result<Duration> {
         with_rule!(params, |rule| {
-            let outcome = self.run(&rule, key, 0.0).await?;
+            let outcome = self.run(&rule, key, 0.0, None).await?;
             rule.time_until_available(outcome.stored, outcome.now, cost)
         })
     }
@@ -164,5 +193,43 @@ impl<T: Transport> Backend for RedisBackend<T> {
 
     fn backend_name(&self) -> &str {
         "redis"
+    }
+
+    /// One script reads the dynamic limit and decides, atomically.
+    async fn acquire_with_dynamic_limit(
+        &self,
+        key: &str,
+        cost: f64,
+        params: Algorithm,
+        limit_key: &str,
+    ) -> Result<Decision> {
+        with_rule!(params, |rule| self
+            .decide(&rule, key, cost, Some(limit_key))
+            .await)
+    }
+
+    async fn dynamic_limit(&self, limit_key: &str) -> Result<Option<u64>> {
+        let reply = self
+            .client
+            .command(vec!["GET".to_owned(), limit_key.to_owned()])
+            .await?;
+        match reply {
+            Value::Null => Ok(None),
+            Value::String(text) => match text.parse::<u64>() {
+                Ok(limit) if limit >= 1 => Ok(Some(limit)),
+                _ => Err(malformed(&format!(
+                    "the dynamic limit in {limit_key} is not a whole number from 1: {text:?}"
+                ))),
+            },
+            other => Err(malformed(&format!("GET {limit_key} returned {other}"))),
+        }
+    }
+
+    async fn set_dynamic_limit(&self, limit_key: &str, limit: Option<u64>) -> Result<()> {
+        let command = match limit {
+            Some(limit) => vec!["SET".to_owned(), limit_key.to_owned(), limit.to_string()],
+            None => vec!["DEL".to_owned(), limit_key.to_owned()],
+        };
+        self.client.command(command).await.map(drop)
     }
 }

@@ -40,7 +40,7 @@ pub(crate) struct Call {
 }
 
 /// An algorithm's Redis layout.
-pub(crate) trait Layout: Policy {
+pub(crate) trait Layout: Policy + Clone {
     /// The script deciding a request.
     fn script(&self) -> &'static Script;
 
@@ -52,7 +52,7 @@ pub(crate) trait Layout: Policy {
     /// Every key that may hold state for `key` around `now`.
     fn keys(&self, key: &str, now: u64) -> Vec<String>;
 
-    /// The stored state from the reply fields after `allowed` and `now`.
+    /// The stored state from the reply fields after `allowed`, `now` and the capacity applied.
     fn decode(&self, fields: &[Value]) -> Result<Option<Self::State>>;
 }
 
