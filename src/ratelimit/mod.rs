@@ -1,20 +1,42 @@
 //! `Ratelimit`: a [`Backend`], an [`Algorithm`] and a key prefix, plus what `@upstash/ratelimit` adds on
-//! top — an ephemeral cache of blocked identifiers (bounded here) and a fail mode for backend errors.
+//! top — an ephemeral cache of blocked identifiers (bounded here), local counts for `cachedFixedWindow`,
+//! dynamic limits, `blockUntilReady` and a fail mode for backend errors.
 //!
 //! Keys are `<prefix>:<identifier>`, the layout of `@upstash/ratelimit`, so both can share one limit.
+
+mod ephemeral_cache;
+mod local_counts;
+
+pub use ephemeral_cache::EphemeralCache;
 
 use crate::algorithm::{Algorithm, MAX_COUNT};
 use crate::backend::Backend;
 use crate::clock::{Clock, SystemClock};
+use crate::decision::Decision;
 use crate::error::{Error, Result};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use local_counts::LocalCounts;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// The prefix `@upstash/ratelimit` uses, and so the default.
 pub const DEFAULT_PREFIX: &str = "@upstash/ratelimit";
 
 /// How many blocked identifiers the ephemeral cache keeps unless told otherwise.
 pub const DEFAULT_CACHE_SIZE: usize = 10_000;
+
+/// Where the dynamic limit of a prefix is stored: `<prefix>:dynamic:global`, as `@upstash/ratelimit`.
+const DYNAMIC_LIMIT_SUFFIX: &str = ":dynamic:global";
+
+/// Work left after an answer (the backend write of `cachedFixedWindow`): drive it to completion, as
+/// JavaScript's `waitUntil(pending)` does. It never fails; a failed write is forgotten locally.
+#[cfg(not(target_arch = "wasm32"))]
+pub type Pending = Pin<Box<dyn Future<Output = ()> + Send>>;
+/// Work left after an answer (the backend write of `cachedFixedWindow`): drive it to completion, as
+/// JavaScript's `waitUntil(pending)` does. It never fails; a failed write is forgotten locally.
+#[cfg(target_arch = "wasm32")]
+pub type Pending = Pin<Box<dyn Future<Output = ()>>>;
 
 /// What to answer when the backend fails (unreachable, timed out, returned an error).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -53,12 +75,15 @@ impl Reason {
 pub struct Response {
     /// Whether the request may proceed.
     pub success: bool,
-    /// The most the limit admits at once.
+    /// The most the limit admits at once (the dynamic limit when one is set).
     pub limit: u64,
     /// What is left after this request.
     pub remaining: f64,
     /// When the limit is next restored, in milliseconds since the Unix epoch.
     pub reset: u64,
+    /// How long until the same rate would be admitted if nothing else happens: zero when admitted,
+    /// `None` when never, or when the fail mode answered.
+    pub retry_after: Option<Duration>,
     /// Set when the answer did not come from the backend's decision.
     pub reason: Option<Reason>,
 }
@@ -70,17 +95,19 @@ pub struct Remaining {
     pub remaining: f64,
     /// When the limit is next restored, in milliseconds since the Unix epoch.
     pub reset: u64,
-    /// The most the limit admits at once.
+    /// The most the limit admits at once (the dynamic limit when one is set).
     pub limit: u64,
 }
 
-/// A rate limit applied to identifiers: a backend, an algorithm, a prefix, an ephemeral cache and a
-/// fail mode.
+/// A rate limit applied to identifiers: a backend, an algorithm, a prefix, an ephemeral cache, a fail
+/// mode, and optionally local counts (`cachedFixedWindow`) and dynamic limits.
 pub struct Ratelimit {
-    backend: Box<dyn Backend>,
+    backend: Arc<dyn Backend>,
     algorithm: Algorithm,
     prefix: String,
-    cache: Option<BlockCache>,
+    cache: Option<Arc<EphemeralCache>>,
+    local_counts: Option<Arc<LocalCounts>>,
+    dynamic_limits: bool,
     fail_mode: FailMode,
     clock: Arc<dyn Clock>,
 }
@@ -90,10 +117,12 @@ impl Ratelimit {
     /// [`DEFAULT_CACHE_SIZE`] identifiers, failing open, on the system clock.
     pub fn new(backend: impl Backend + 'static, algorithm: impl Into<Algorithm>) -> Self {
         Self {
-            backend: Box::new(backend),
+            backend: Arc::new(backend),
             algorithm: algorithm.into(),
             prefix: DEFAULT_PREFIX.to_owned(),
-            cache: Some(BlockCache::new(DEFAULT_CACHE_SIZE)),
+            cache: Some(Arc::new(EphemeralCache::new(DEFAULT_CACHE_SIZE))),
+            local_counts: None,
+            dynamic_limits: false,
             fail_mode: FailMode::Open,
             clock: Arc::new(SystemClock),
         }
@@ -108,7 +137,36 @@ impl Ratelimit {
     /// The same limit with an ephemeral cache of up to `max_entries` blocked identifiers (at least 1),
     /// or none for `None`.
     pub fn with_ephemeral_cache(mut self, max_entries: Option<usize>) -> Self {
-        self.cache = max_entries.map(BlockCache::new);
+        self.cache = max_entries.map(|max| Arc::new(EphemeralCache::new(max)));
+        self
+    }
+
+    /// The same limit sharing `cache` (with other limits given the same one).
+    pub fn with_shared_ephemeral_cache(mut self, cache: Arc<EphemeralCache>) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+
+    /// The same limit answering from local counts of up to `max_entries` identifiers (the
+    /// `cachedFixedWindow` of `@upstash/ratelimit`): once an identifier's count in the current window is
+    /// known, a request is answered at once and written to the backend in [`Pending`] work. That saves
+    /// a round trip per request but trades exactness across processes: each process admits against its
+    /// own view, so a fleet may admit more than the limit until the writes land. Fixed window only.
+    pub fn with_local_counts(mut self, max_entries: usize) -> Result<Self> {
+        if !matches!(self.algorithm, Algorithm::FixedWindow(_)) {
+            return Err(Error::Unsupported {
+                what: format!("local counts with the {} algorithm", self.algorithm.name()),
+            });
+        }
+        self.local_counts = Some(Arc::new(LocalCounts::new(max_entries)));
+        Ok(self)
+    }
+
+    /// The same limit with dynamic limits on or off: when on, a limit stored with
+    /// [`Ratelimit::set_dynamic_limit`] (key `<prefix>:dynamic:global`, shared with
+    /// `@upstash/ratelimit`) replaces the algorithm's capacity for every identifier.
+    pub fn with_dynamic_limits(mut self, enabled: bool) -> Self {
+        self.dynamic_limits = enabled;
         self
     }
 
@@ -118,7 +176,7 @@ impl Ratelimit {
         self
     }
 
-    /// The same limit reading the time for its ephemeral cache from `clock`.
+    /// The same limit reading the time for its caches from `clock`.
     pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
         self.clock = Arc::new(clock);
         self
@@ -141,39 +199,69 @@ impl Ratelimit {
 
     /// How many identifiers the ephemeral cache holds now.
     pub fn cached_blocks(&self) -> usize {
-        self.cache.as_ref().map_or(0, BlockCache::len)
+        self.cache.as_ref().map_or(0, |cache| cache.len())
     }
 
-    /// Takes `rate` from `identifier`'s limit (1 is one request; a negative rate refunds, zero peeks).
+    /// How many identifiers the local counts hold now.
+    pub fn counted_identifiers(&self) -> usize {
+        self.local_counts.as_ref().map_or(0, |counts| counts.len())
+    }
+
+    /// Takes `rate` from `identifier`'s limit (1 is one request; a negative rate refunds, zero peeks),
+    /// including any [`Pending`] work, which this awaits.
     ///
     /// An empty identifier, or a rate that is not finite, above 2^53 - 1 in size or (for the window
     /// algorithms) fractional, is an error. A backend failure is not: it is answered as the fail mode
     /// says, with [`Reason::Timeout`] or [`Reason::Error`].
     pub async fn limit(&self, identifier: &str, rate: f64) -> Result<Response> {
+        let (response, pending) = self.limit_with_pending(identifier, rate).await?;
+        if let Some(pending) = pending {
+            pending.await;
+        }
+        Ok(response)
+    }
+
+    /// [`Ratelimit::limit`], returning the work left after the answer instead of awaiting it (only local
+    /// counts leave any), so that the answer comes first.
+    pub async fn limit_with_pending(
+        &self,
+        identifier: &str,
+        rate: f64,
+    ) -> Result<(Response, Option<Pending>)> {
         let key = self.key(identifier)?;
         let now_micros = self.clock.now_micros();
         self.check_rate(rate, now_micros)?;
         let now_ms = now_micros / 1_000;
 
+        if let Some(answer) = self.local_answer(&key, rate, now_micros) {
+            return Ok(answer);
+        }
         if let Some(cache) = &self.cache {
             if rate > 0.0 {
                 if let Some(block) = cache.blocked(&key, rate, now_ms) {
-                    return Ok(Response {
-                        success: false,
-                        limit: block.limit,
-                        remaining: 0.0,
-                        reset: block.until_ms,
-                        reason: Some(Reason::CacheBlock),
-                    });
+                    return Ok((
+                        Response {
+                            success: false,
+                            limit: block.limit,
+                            remaining: 0.0,
+                            reset: block.until_ms,
+                            retry_after: Some(Duration::from_millis(block.until_ms - now_ms)),
+                            reason: Some(Reason::CacheBlock),
+                        },
+                        None,
+                    ));
                 }
             } else if rate < 0.0 {
                 cache.remove(&key);
             }
         }
 
-        match self.backend.acquire(&key, rate, self.algorithm).await {
+        match self.acquire(&key, rate).await {
             Ok(decision) => {
-                if let (Some(cache), false, Some(retry_after)) =
+                if let Some(counts) = &self.local_counts {
+                    let window = self.window_index(now_micros);
+                    counts.record(&key, window, used(&decision), decision.limit);
+                } else if let (Some(cache), false, Some(retry_after)) =
                     (&self.cache, decision.allowed, decision.retry_after)
                 {
                     let until_ms = now_ms
@@ -183,25 +271,38 @@ impl Ratelimit {
                         cache.insert(key, rate, until_ms, decision.limit, now_ms);
                     }
                 }
-                Ok(Response {
-                    success: decision.allowed,
-                    limit: decision.limit,
-                    remaining: decision.remaining,
-                    reset: decision.reset,
-                    reason: None,
-                })
+                Ok((response(decision), None))
             }
             Err(error) if error.is_invalid_input() => Err(error),
-            Err(error) => Ok(Response {
-                success: self.fail_mode == FailMode::Open,
-                limit: self.algorithm.capacity(),
-                remaining: 0.0,
-                reset: now_ms,
-                reason: Some(match error {
-                    Error::Timeout { .. } => Reason::Timeout,
-                    _ => Reason::Error,
-                }),
-            }),
+            Err(error) => Ok((self.fail_mode_response(&error, now_ms), None)),
+        }
+    }
+
+    /// Calls [`Ratelimit::limit`] until `identifier` is admitted, sleeping with `sleep` in between, for
+    /// at most `timeout`. Returns the first admission, or the denial as soon as waiting cannot help: the
+    /// wait would pass the deadline, the rate can never be admitted, or the fail mode answered.
+    pub async fn block_until_ready<S, F>(
+        &self,
+        identifier: &str,
+        rate: f64,
+        timeout: Duration,
+        sleep: S,
+    ) -> Result<Response>
+    where
+        S: Fn(Duration) -> F,
+        F: Future<Output = ()>,
+    {
+        let deadline = self.clock.now_micros() + timeout.as_micros() as u64;
+        loop {
+            let response = self.limit(identifier, rate).await?;
+            let Some(wait) = response.retry_after.filter(|_| !response.success) else {
+                return Ok(response);
+            };
+            let wait = wait.max(Duration::from_millis(1));
+            if self.clock.now_micros() + wait.as_micros() as u64 > deadline {
+                return Ok(response);
+            }
+            sleep(wait).await;
         }
     }
 
@@ -209,7 +310,18 @@ impl Ratelimit {
     /// errors here.
     pub async fn get_remaining(&self, identifier: &str) -> Result<Remaining> {
         let key = self.key(identifier)?;
-        let decision = self.backend.acquire(&key, 0.0, self.algorithm).await?;
+        let now_micros = self.clock.now_micros();
+        if let Some(counts) = &self.local_counts {
+            let window = self.window_index(now_micros);
+            if let Some(count) = counts.peek(&key, window) {
+                return Ok(Remaining {
+                    remaining: count.limit.saturating_sub(count.used) as f64,
+                    reset: self.window_end(window),
+                    limit: count.limit,
+                });
+            }
+        }
+        let decision = self.acquire(&key, 0.0).await?;
         Ok(Remaining {
             remaining: decision.remaining,
             reset: decision.reset,
@@ -217,13 +329,134 @@ impl Ratelimit {
         })
     }
 
-    /// Forgets everything used by `identifier`, in the backend and in the ephemeral cache.
+    /// Forgets everything used by `identifier`, in the backend and in the local caches.
     pub async fn reset_used_tokens(&self, identifier: &str) -> Result<()> {
         let key = self.key(identifier)?;
         if let Some(cache) = &self.cache {
             cache.remove(&key);
         }
+        if let Some(counts) = &self.local_counts {
+            counts.remove(&key);
+        }
         self.backend.reset(&key, self.algorithm).await
+    }
+
+    /// Stores `limit` as the dynamic limit of this prefix (it must fit the algorithm as its capacity
+    /// would), or removes it for `None`. Needs [`Ratelimit::with_dynamic_limits`].
+    pub async fn set_dynamic_limit(&self, limit: Option<u64>) -> Result<()> {
+        let key = self.dynamic_limit_key()?;
+        if let Some(limit) = limit {
+            self.algorithm.with_capacity(limit)?;
+        }
+        self.backend.set_dynamic_limit(&key, limit).await
+    }
+
+    /// The dynamic limit of this prefix, if one is set. Needs [`Ratelimit::with_dynamic_limits`].
+    pub async fn dynamic_limit(&self) -> Result<Option<u64>> {
+        let key = self.dynamic_limit_key()?;
+        self.backend.dynamic_limit(&key).await
+    }
+
+    fn dynamic_limit_key(&self) -> Result<String> {
+        if !self.dynamic_limits {
+            return Err(Error::Unsupported {
+                what: "dynamic limits are not enabled for this limit".to_owned(),
+            });
+        }
+        Ok(format!("{}{DYNAMIC_LIMIT_SUFFIX}", self.prefix))
+    }
+
+    /// The backend's decision, through the dynamic limit when enabled.
+    async fn acquire(&self, key: &str, rate: f64) -> Result<Decision> {
+        if self.dynamic_limits {
+            let limit_key = self.dynamic_limit_key()?;
+            self.backend
+                .acquire_with_dynamic_limit(key, rate, self.algorithm, &limit_key)
+                .await
+        } else {
+            self.backend.acquire(key, rate, self.algorithm).await
+        }
+    }
+
+    /// The answer from the local counts, when they know `key`'s current window; a request they admit
+    /// is written to the backend by the [`Pending`] work returned with it.
+    fn local_answer(
+        &self,
+        key: &str,
+        rate: f64,
+        now_micros: u64,
+    ) -> Option<(Response, Option<Pending>)> {
+        let counts = self.local_counts.as_ref()?;
+        let window = self.window_index(now_micros);
+        let taken = counts.take(key, window, rate)?;
+        let reset = self.window_end(window);
+        let response = Response {
+            success: taken.allowed,
+            limit: taken.limit,
+            remaining: taken.limit.saturating_sub(taken.used) as f64,
+            reset,
+            retry_after: Some(if taken.allowed {
+                Duration::ZERO
+            } else {
+                Duration::from_micros((reset * 1_000).saturating_sub(now_micros))
+            }),
+            reason: None,
+        };
+        if !taken.allowed || rate == 0.0 {
+            return Some((response, None));
+        }
+        let backend = Arc::clone(&self.backend);
+        let counts = Arc::clone(counts);
+        let algorithm = self.algorithm;
+        let limit_key = self
+            .dynamic_limits
+            .then(|| self.dynamic_limit_key().ok())
+            .flatten();
+        let key = key.to_owned();
+        let write: Pending = Box::pin(async move {
+            let written = match &limit_key {
+                Some(limit_key) => {
+                    backend
+                        .acquire_with_dynamic_limit(&key, rate, algorithm, limit_key)
+                        .await
+                }
+                None => backend.acquire(&key, rate, algorithm).await,
+            };
+            match written {
+                Ok(decision) => counts.record(&key, window, used(&decision), decision.limit),
+                // Ask the backend next time, which applies the fail mode if it still fails.
+                Err(_) => counts.remove(&key),
+            }
+        });
+        Some((response, Some(write)))
+    }
+
+    fn window_index(&self, now_micros: u64) -> u64 {
+        match self.algorithm {
+            Algorithm::FixedWindow(window) => window.window_index(now_micros),
+            _ => 0,
+        }
+    }
+
+    fn window_end(&self, window: u64) -> u64 {
+        match self.algorithm {
+            Algorithm::FixedWindow(rule) => (window + 1) * rule.window_ms(),
+            _ => 0,
+        }
+    }
+
+    fn fail_mode_response(&self, error: &Error, now_ms: u64) -> Response {
+        Response {
+            success: self.fail_mode == FailMode::Open,
+            limit: self.algorithm.capacity(),
+            remaining: 0.0,
+            reset: now_ms,
+            retry_after: None,
+            reason: Some(match error {
+                Error::Timeout { .. } => Reason::Timeout,
+                _ => Reason::Error,
+            }),
+        }
     }
 
     fn key(&self, identifier: &str) -> Result<String> {
@@ -251,80 +484,21 @@ impl Ratelimit {
     }
 }
 
-/// Identifiers known to be blocked until some time, bounded in size.
-struct BlockCache {
-    entries: Mutex<HashMap<String, Block>>,
-    max_entries: usize,
+/// The answer a backend decision gives.
+fn response(decision: Decision) -> Response {
+    Response {
+        success: decision.allowed,
+        limit: decision.limit,
+        remaining: decision.remaining,
+        reset: decision.reset,
+        retry_after: decision.retry_after,
+        reason: None,
+    }
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Block {
-    /// Milliseconds since the epoch until which the identifier is blocked.
-    until_ms: u64,
-    /// The smallest rate known to be denied until then.
-    rate: f64,
-    limit: u64,
-}
-
-impl BlockCache {
-    fn new(max_entries: usize) -> Self {
-        Self {
-            entries: Mutex::new(HashMap::new()),
-            max_entries: max_entries.max(1),
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Block>> {
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn len(&self) -> usize {
-        self.lock().len()
-    }
-
-    /// The block on `key` if a request of `rate` at `now_ms` is known to be denied.
-    fn blocked(&self, key: &str, rate: f64, now_ms: u64) -> Option<Block> {
-        let mut entries = self.lock();
-        let block = *entries.get(key)?;
-        if block.until_ms <= now_ms {
-            entries.remove(key);
-            return None;
-        }
-        (rate >= block.rate).then_some(block)
-    }
-
-    fn insert(&self, key: String, rate: f64, until_ms: u64, limit: u64, now_ms: u64) {
-        let mut entries = self.lock();
-        if entries.len() >= self.max_entries && !entries.contains_key(&key) {
-            entries.retain(|_, block| block.until_ms > now_ms);
-            if entries.len() >= self.max_entries {
-                // Still full of live blocks: drop the one that would expire first.
-                let soonest = entries
-                    .iter()
-                    .min_by_key(|(_, block)| block.until_ms)
-                    .map(|(key, _)| key.clone());
-                if let Some(soonest) = soonest {
-                    entries.remove(&soonest);
-                }
-            }
-        }
-        let rate = match entries.get(&key) {
-            Some(old) if old.until_ms > now_ms => old.rate.min(rate),
-            _ => rate,
-        };
-        entries.insert(
-            key,
-            Block {
-                until_ms,
-                rate,
-                limit,
-            },
-        );
-    }
-
-    fn remove(&self, key: &str) {
-        self.lock().remove(key);
-    }
+/// A fixed window's count after a decision: what it admits less what is left.
+fn used(decision: &Decision) -> u64 {
+    decision.limit.saturating_sub(decision.remaining as u64)
 }
 
 #[cfg(test)]
@@ -335,6 +509,7 @@ mod tests {
     use crate::clock::ManualClock;
     use crate::decision::Decision;
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
     use std::time::Duration;
 
     const START_MS: u64 = 1_700_000_040_000; // the start of a minute
@@ -629,5 +804,251 @@ mod tests {
         let response = pollster::block_on(limiter.limit("u", 0.5)).unwrap();
         assert!(response.success);
         assert_eq!(response.remaining, 1.5);
+    }
+
+    #[test]
+    fn a_dynamic_limit_replaces_the_capacity_for_every_identifier_until_removed() {
+        let clock = ManualClock::from_millis(START_MS);
+        let limiter = Ratelimit::new(memory(&clock), fixed(2, 60))
+            .with_dynamic_limits(true)
+            .with_clock(clock.clone());
+        pollster::block_on(async {
+            assert_eq!(limiter.dynamic_limit().await.unwrap(), None);
+            limiter.set_dynamic_limit(Some(4)).await.unwrap();
+            assert_eq!(limiter.dynamic_limit().await.unwrap(), Some(4));
+            for id in ["a", "b"] {
+                for left in (0..4).rev() {
+                    let response = limiter.limit(id, 1.0).await.unwrap();
+                    assert!(response.success);
+                    assert_eq!((response.limit, response.remaining), (4, left as f64));
+                }
+                assert!(!limiter.limit(id, 1.0).await.unwrap().success);
+            }
+            assert_eq!(limiter.get_remaining("c").await.unwrap().limit, 4);
+
+            limiter.set_dynamic_limit(None).await.unwrap();
+            assert_eq!(limiter.dynamic_limit().await.unwrap(), None);
+            let response = limiter.limit("c", 1.0).await.unwrap();
+            assert_eq!((response.limit, response.remaining), (2, 1.0));
+
+            let zero = limiter.set_dynamic_limit(Some(0)).await.unwrap_err();
+            assert!(matches!(zero, Error::InvalidParameter { .. }), "{zero}");
+        });
+    }
+
+    #[test]
+    fn dynamic_limits_must_be_enabled() {
+        let clock = ManualClock::from_millis(START_MS);
+        let limiter = Ratelimit::new(memory(&clock), fixed(2, 60)).with_clock(clock);
+        pollster::block_on(async {
+            let error = limiter.set_dynamic_limit(Some(5)).await.unwrap_err();
+            assert!(matches!(error, Error::Unsupported { .. }), "{error}");
+            assert!(limiter.dynamic_limit().await.is_err());
+        });
+    }
+
+    #[test]
+    fn local_counts_answer_at_once_and_write_in_the_pending_work() {
+        let clock = ManualClock::from_millis(START_MS);
+        let (backend, calls) = probe(&clock, None);
+        let limiter = Ratelimit::new(backend, fixed(3, 60))
+            .with_local_counts(100)
+            .unwrap()
+            .with_clock(clock.clone());
+        pollster::block_on(async {
+            let (first, pending) = limiter.limit_with_pending("u", 1.0).await.unwrap();
+            assert!(
+                first.success && pending.is_none(),
+                "a miss asks the backend"
+            );
+            assert_eq!(calls.load(Ordering::SeqCst), 1);
+
+            let mut writes = Vec::new();
+            for left in [1.0, 0.0] {
+                let (response, pending) = limiter.limit_with_pending("u", 1.0).await.unwrap();
+                assert!(response.success);
+                assert_eq!(response.remaining, left);
+                writes.push(pending.expect("an admitted request leaves its write"));
+            }
+            assert_eq!(calls.load(Ordering::SeqCst), 1, "answered locally");
+            let (denied, pending) = limiter.limit_with_pending("u", 1.0).await.unwrap();
+            assert!(!denied.success && pending.is_none());
+            assert_eq!(denied.retry_after, Some(Duration::from_secs(60)));
+            assert_eq!(denied.reset, START_MS + 60_000);
+
+            for write in writes {
+                write.await;
+            }
+            assert_eq!(calls.load(Ordering::SeqCst), 3);
+            let remaining = limiter.get_remaining("u").await.unwrap();
+            assert_eq!((remaining.remaining, remaining.limit), (0.0, 3));
+            assert_eq!(
+                calls.load(Ordering::SeqCst),
+                3,
+                "getRemaining read the local count"
+            );
+
+            clock.advance(Duration::from_secs(60));
+            let (next_window, pending) = limiter.limit_with_pending("u", 1.0).await.unwrap();
+            assert!(next_window.success && pending.is_none());
+            assert_eq!(
+                calls.load(Ordering::SeqCst),
+                4,
+                "a new window asks the backend"
+            );
+            assert_eq!(limiter.counted_identifiers(), 1);
+        });
+    }
+
+    #[test]
+    fn local_counts_learn_from_the_backend_and_forget_a_failed_write() {
+        let clock = ManualClock::from_millis(START_MS);
+        let shared = Arc::new(memory(&clock));
+        let other_process =
+            Ratelimit::new(Arc::clone(&shared), fixed(3, 60)).with_clock(clock.clone());
+        let limiter = Ratelimit::new(Arc::clone(&shared), fixed(3, 60))
+            .with_local_counts(100)
+            .unwrap()
+            .with_clock(clock.clone());
+        pollster::block_on(async {
+            assert!(limiter.limit("u", 1.0).await.unwrap().success);
+            assert!(other_process.limit("u", 1.0).await.unwrap().success);
+            // The local count (1) does not know of the other process until a write brings it back.
+            let response = limiter.limit("u", 1.0).await.unwrap(); // awaits its write
+            assert_eq!(response.remaining, 1.0);
+            assert_eq!(limiter.get_remaining("u").await.unwrap().remaining, 0.0);
+            assert!(!limiter.limit("u", 1.0).await.unwrap().success);
+        });
+
+        let (failing, _) = probe(
+            &clock,
+            Some(Error::Network {
+                message: "down".into(),
+            }),
+        );
+        let limiter = Ratelimit::new(failing, fixed(3, 60))
+            .with_local_counts(100)
+            .unwrap()
+            .with_clock(clock.clone());
+        pollster::block_on(async {
+            let response = limiter.limit("u", 1.0).await.unwrap();
+            assert_eq!(response.reason, Some(Reason::Error));
+            assert_eq!(limiter.counted_identifiers(), 0, "a failure is not counted");
+        });
+    }
+
+    #[test]
+    fn local_counts_are_bounded_and_fixed_window_only() {
+        let clock = ManualClock::from_millis(START_MS);
+        let limiter = Ratelimit::new(memory(&clock), fixed(3, 60))
+            .with_local_counts(10)
+            .unwrap()
+            .with_clock(clock.clone());
+        pollster::block_on(async {
+            for id in 0..100 {
+                limiter.limit(&id.to_string(), 1.0).await.unwrap();
+                assert!(limiter.counted_identifiers() <= 10);
+            }
+        });
+        let bucket = TokenBucket::new(1, Duration::from_secs(1), 2).unwrap();
+        let error = Ratelimit::new(memory(&clock), bucket)
+            .with_local_counts(10)
+            .err()
+            .expect("only the fixed window has local counts");
+        assert!(matches!(error, Error::Unsupported { .. }), "{error}");
+    }
+
+    #[test]
+    fn block_until_ready_sleeps_until_admitted_or_returns_when_waiting_cannot_help() {
+        let clock = ManualClock::from_millis(START_MS);
+        let gcra = Gcra::new(1, Duration::from_secs(10), 1).unwrap();
+        let limiter = Ratelimit::new(memory(&clock), gcra)
+            .with_ephemeral_cache(None)
+            .with_clock(clock.clone());
+        let slept = Arc::new(Mutex::new(Vec::new()));
+        let sleep = |wait: Duration| {
+            slept.lock().unwrap().push(wait);
+            clock.advance(wait);
+            std::future::ready(())
+        };
+        pollster::block_on(async {
+            let minute = Duration::from_secs(60);
+            assert!(
+                limiter
+                    .block_until_ready("u", 1.0, minute, sleep)
+                    .await
+                    .unwrap()
+                    .success
+            );
+            let second = limiter
+                .block_until_ready("u", 1.0, minute, sleep)
+                .await
+                .unwrap();
+            assert!(second.success);
+            assert_eq!(*slept.lock().unwrap(), [Duration::from_secs(10)]);
+
+            let short = limiter
+                .block_until_ready("u", 1.0, Duration::from_secs(5), sleep)
+                .await
+                .unwrap();
+            assert!(
+                !short.success,
+                "10 s to wait, 5 s allowed: no point sleeping"
+            );
+            let never = limiter
+                .block_until_ready("u", 2.0, minute, sleep)
+                .await
+                .unwrap();
+            assert!(!never.success && never.retry_after.is_none());
+            assert_eq!(slept.lock().unwrap().len(), 1);
+        });
+    }
+
+    #[test]
+    fn block_until_ready_returns_the_fail_mode_answer_at_once() {
+        let clock = ManualClock::from_millis(START_MS);
+        let (failing, calls) = probe(
+            &clock,
+            Some(Error::Network {
+                message: "down".into(),
+            }),
+        );
+        let limiter = Ratelimit::new(failing, fixed(1, 60))
+            .with_fail_mode(FailMode::Closed)
+            .with_clock(clock.clone());
+        let response = pollster::block_on(limiter.block_until_ready(
+            "u",
+            1.0,
+            Duration::from_secs(60),
+            |_| async { panic!("no sleep") },
+        ))
+        .unwrap();
+        assert_eq!(
+            (response.success, response.reason),
+            (false, Some(Reason::Error))
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_shared_ephemeral_cache_serves_every_limit_given_it() {
+        let clock = ManualClock::from_millis(START_MS);
+        let cache = Arc::new(EphemeralCache::new(100));
+        let (backend, calls) = probe(&clock, None);
+        let shared = Arc::new(backend);
+        let first = Ratelimit::new(Arc::clone(&shared), fixed(1, 60))
+            .with_shared_ephemeral_cache(Arc::clone(&cache))
+            .with_clock(clock.clone());
+        let second = Ratelimit::new(Arc::clone(&shared), fixed(1, 60))
+            .with_shared_ephemeral_cache(Arc::clone(&cache))
+            .with_clock(clock.clone());
+        pollster::block_on(async {
+            assert!(first.limit("u", 1.0).await.unwrap().success);
+            assert!(!first.limit("u", 1.0).await.unwrap().success);
+            assert_eq!(cache.len(), 1);
+            let blocked = second.limit("u", 1.0).await.unwrap();
+            assert_eq!(blocked.reason, Some(Reason::CacheBlock));
+            assert_eq!(calls.load(Ordering::SeqCst), 2);
+        });
     }
 }

@@ -1,0 +1,94 @@
+//! The ephemeral cache of `@upstash/ratelimit`: identifiers known to be blocked, answered without asking
+//! the backend, but bounded in size (the peer's grows forever) and forgotten when the block ends.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// Identifiers known to be blocked until some time, at most `max_entries` of them. One cache may be
+/// shared by several [`Ratelimit`](super::Ratelimit)s (keys carry their prefix).
+#[derive(Debug)]
+pub struct EphemeralCache {
+    entries: Mutex<HashMap<String, Block>>,
+    max_entries: usize,
+}
+
+/// One blocked key.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Block {
+    /// Milliseconds since the epoch until which the key is blocked.
+    pub until_ms: u64,
+    /// The smallest rate known to be denied until then.
+    pub rate: f64,
+    /// The limit that denied it.
+    pub limit: u64,
+}
+
+impl EphemeralCache {
+    /// A cache of up to `max_entries` blocked keys (at least 1).
+    pub fn new(max_entries: usize) -> Self {
+        Self {
+            entries: Mutex::new(HashMap::new()),
+            max_entries: max_entries.max(1),
+        }
+    }
+
+    /// How many keys it holds now (some may have expired but not yet been dropped).
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether it holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Block>> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The block on `key` if a request of `rate` at `now_ms` is known to be denied.
+    pub(super) fn blocked(&self, key: &str, rate: f64, now_ms: u64) -> Option<Block> {
+        let mut entries = self.lock();
+        let block = *entries.get(key)?;
+        if block.until_ms <= now_ms {
+            entries.remove(key);
+            return None;
+        }
+        (rate >= block.rate).then_some(block)
+    }
+
+    /// Remembers that `rate` on `key` is denied until `until_ms`.
+    pub(super) fn insert(&self, key: String, rate: f64, until_ms: u64, limit: u64, now_ms: u64) {
+        let mut entries = self.lock();
+        if entries.len() >= self.max_entries && !entries.contains_key(&key) {
+            entries.retain(|_, block| block.until_ms > now_ms);
+            if entries.len() >= self.max_entries {
+                // Still full of live blocks: drop the one that would expire first.
+                let soonest = entries
+                    .iter()
+                    .min_by_key(|(_, block)| block.until_ms)
+                    .map(|(key, _)| key.clone());
+                if let Some(soonest) = soonest {
+                    entries.remove(&soonest);
+                }
+            }
+        }
+        let rate = match entries.get(&key) {
+            Some(old) if old.until_ms > now_ms => old.rate.min(rate),
+            _ => rate,
+        };
+        entries.insert(
+            key,
+            Block {
+                until_ms,
+                rate,
+                limit,
+            },
+        );
+    }
+
+    /// Forgets `key`.
+    pub(super) fn remove(&self, key: &str) {
+        self.lock().remove(key);
+    }
+}

@@ -1,0 +1,119 @@
+//! The local counts of `cachedFixedWindow`: this process's view of each key's fixed-window counter, so
+//! that a request can be answered at once and written to the backend afterwards.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// Per key, the window it was counted in, the count and the limit that applied; at most `max_entries`
+/// keys, and a key of a past window is dropped when next looked at.
+#[derive(Debug)]
+pub(super) struct LocalCounts {
+    entries: Mutex<HashMap<String, Count>>,
+    max_entries: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Count {
+    window: u64,
+    used: u64,
+    limit: u64,
+}
+
+/// What [`LocalCounts::take`] decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Taken {
+    pub allowed: bool,
+    pub used: u64,
+    pub limit: u64,
+}
+
+impl LocalCounts {
+    pub fn new(max_entries: usize) -> Self {
+        Self {
+            entries: Mutex::new(HashMap::new()),
+            max_entries: max_entries.max(1),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Count>> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes `rate` (a whole number; negative refunds) from `key`'s count in `window`, if that count is
+    /// known; a denied request is not counted, since it is not sent either.
+    pub fn take(&self, key: &str, window: u64, rate: f64) -> Option<Taken> {
+        let mut entries = self.lock();
+        let count = entries.get_mut(key)?;
+        if count.window != window {
+            entries.remove(key);
+            return None;
+        }
+        let after = (count.used as f64 + rate).max(0.0) as u64;
+        let allowed = rate <= 0.0 || after <= count.limit;
+        if allowed {
+            count.used = after;
+        }
+        Some(Taken {
+            allowed,
+            used: count.used,
+            limit: count.limit,
+        })
+    }
+
+    /// What `key` has used in `window`, and its limit, if known.
+    pub fn peek(&self, key: &str, window: u64) -> Option<Taken> {
+        let entries = self.lock();
+        let count = entries.get(key).filter(|count| count.window == window)?;
+        Some(Taken {
+            allowed: true,
+            used: count.used,
+            limit: count.limit,
+        })
+    }
+
+    /// Records the backend's count for `key` in `window`. Within the window the larger of the local and
+    /// the backend's count is kept, so a write still on its way is not forgotten.
+    pub fn record(&self, key: &str, window: u64, used: u64, limit: u64) {
+        let mut entries = self.lock();
+        if let Some(count) = entries.get_mut(key) {
+            let used = if count.window == window {
+                count.used.max(used)
+            } else {
+                used
+            };
+            *count = Count {
+                window,
+                used,
+                limit,
+            };
+            return;
+        }
+        if entries.len() >= self.max_entries {
+            entries.retain(|_, count| count.window >= window);
+            if entries.len() >= self.max_entries {
+                // Still full of current windows: forget any one (it is asked of the backend next time).
+                if let Some(any) = entries.keys().next().cloned() {
+                    entries.remove(&any);
+                }
+            }
+        }
+        entries.insert(
+            key.to_owned(),
+            Count {
+                window,
+                used,
+                limit,
+            },
+        );
+    }
+
+    /// Forgets `key`.
+    pub fn remove(&self, key: &str) {
+        self.lock().remove(key);
+    }
+
+    /// How many keys are counted.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+}
