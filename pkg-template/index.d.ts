@@ -12,11 +12,11 @@ export type Duration = `${number} ${"ms" | "s" | "m" | "h" | "d" | "w"}` | `${nu
 
 /**
  * A checked algorithm with its parameters, made by `Ratelimit.fixedWindow`, `slidingWindow`,
- * `tokenBucket` or `gcra`. Treat it as opaque: pass it as the `limiter` option.
+ * `tokenBucket`, `cachedFixedWindow` or `gcra`. Treat it as opaque: pass it as the `limiter` option.
  */
 export interface Limiter {
   /** Which algorithm. */
-  readonly algorithm: "fixedWindow" | "slidingWindow" | "tokenBucket" | "gcra";
+  readonly algorithm: "fixedWindow" | "slidingWindow" | "tokenBucket" | "cachedFixedWindow" | "gcra";
   /** Its parameters (counts, and durations in milliseconds), in the order the factory takes them. */
   readonly params: readonly number[];
 }
@@ -66,10 +66,11 @@ export interface RatelimitConfig {
   prefix?: string;
   /**
    * Remembers identifiers that were denied until their `reset`, answering them locally
-   * (`reason: "cacheBlock"`) without a request to Redis. `true`, a `Map` (accepted for compatibility with
-   * `@upstash/ratelimit`; the cache is kept inside the WebAssembly module) or omitted: up to 10 000
-   * identifiers; a number: up to that many; `false`: no cache. Expired entries are pruned, so it never
-   * grows past its bound.
+   * (`reason: "cacheBlock"`) without a request to Redis. `true` or omitted: a cache of this instance, up
+   * to 10 000 identifiers; a number: up to that many; a `Map`, as with `@upstash/ratelimit`: one cache
+   * shared by every `Ratelimit` given the same `Map` (up to 10 000 identifiers; the entries are kept
+   * inside the WebAssembly module, the `Map` stays empty); `false`: no cache (not allowed with
+   * `cachedFixedWindow`). Expired entries are pruned, so it never grows past its bound.
    */
   ephemeralCache?: Map<string, number> | boolean | number;
   /** How long to wait for Redis, in whole milliseconds; `0` waits forever. Default `5000`. */
@@ -79,6 +80,12 @@ export interface RatelimitConfig {
    * the request, `"closed"` denies it. Either way `reason` says `"timeout"` or `"error"`.
    */
   failMode?: "open" | "closed";
+  /**
+   * Enables `setDynamicLimit`/`getDynamicLimit`: a limit stored in Redis under
+   * `<prefix>:dynamic:global` (the key `@upstash/ratelimit` uses) replaces the configured one — tokens,
+   * `maxTokens`, or GCRA's burst — for every identifier, read atomically by each decision. Default `false`.
+   */
+  dynamicLimits?: boolean;
 }
 
 /** Options of `limit`. */
@@ -103,7 +110,10 @@ export interface LimitResponse {
    * fail mode answered, with `remaining: 0` and `limit` the configured limit).
    */
   reset: number;
-  /** Work that may finish after the answer; always a Promise. Hand it to `ctx.waitUntil`. */
+  /**
+   * Work that may finish after the answer (the Redis write of `cachedFixedWindow`); always a Promise,
+   * which never rejects. Hand it to `ctx.waitUntil`.
+   */
   pending: Promise<unknown>;
   /**
    * Set when the answer did not come from Redis's decision: `"cacheBlock"` (the ephemeral cache),
@@ -133,13 +143,33 @@ export class Ratelimit {
   limit(identifier: string, options?: LimitOptions): Promise<LimitResponse>;
   /** What `identifier` could take now, without taking anything. Rejects if Redis fails. */
   getRemaining(identifier: string): Promise<RemainingResponse>;
-  /** Forgets everything `identifier` used (in Redis and in the ephemeral cache). */
+  /**
+   * Calls `limit(identifier)` until it succeeds or `timeout` milliseconds have passed, waiting exactly as
+   * long as the limit says between calls. Resolves with the last answer: a denial comes at once when
+   * waiting cannot help (the wait would pass the deadline, or the fail mode answered). Rejects with a
+   * `RangeError` unless `0 < timeout <= 2^31 - 1`.
+   */
+  blockUntilReady(identifier: string, timeout: number): Promise<LimitResponse>;
+  /** Forgets everything `identifier` used (in Redis and in the local caches). */
   resetUsedTokens(identifier: string): Promise<void>;
+  /**
+   * Stores `limit` (a whole number from 1) as the limit of every identifier under this prefix, or removes
+   * it with `limit: false`. Rejects with an `Error` unless `dynamicLimits: true`.
+   */
+  setDynamicLimit(options: { /** The new limit, or `false` to go back to the configured one. */ limit: number | false }): Promise<void>;
+  /** The stored dynamic limit, `null` when none. Rejects with an `Error` unless `dynamicLimits: true`. */
+  getDynamicLimit(): Promise<{ /** The stored limit, or `null`. */ dynamicLimit: number | null }>;
   /** Frees the WebAssembly memory behind this object (optional; the garbage collector does it too). */
   free(): void;
 
   /** `tokens` requests per `window`, counted in fixed windows aligned to the epoch. */
   static fixedWindow(tokens: number, window: Duration): Limiter;
+  /**
+   * A fixed window answered from this instance's count once it knows it, the Redis write left in
+   * `pending`: no round trip per request, at the price of exactness across instances (each admits
+   * against its own count until the writes land). Same keys as `fixedWindow`. Needs the ephemeral cache.
+   */
+  static cachedFixedWindow(tokens: number, window: Duration): Limiter;
   /** `tokens` requests per `window`, the previous window weighted by how much of it overlaps. */
   static slidingWindow(tokens: number, window: Duration): Limiter;
   /** A bucket of `maxTokens` tokens, refilled by `refillRate` every `interval`. */

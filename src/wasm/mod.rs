@@ -7,6 +7,8 @@
 mod options;
 mod ratelimit;
 mod redis;
+mod shared_cache;
+mod sleep;
 
 use js_sys::{Function, Reflect};
 use std::sync::Once;

@@ -28,9 +28,10 @@ pub fn range_error(context: &str, field: &str, reason: &str, value: &JsValue) ->
     .into()
 }
 
-/// The crate's error as a JavaScript one: bad input is a `RangeError`, everything else an `Error`.
+/// The crate's error as a JavaScript one: bad input is a `RangeError`; an unsupported operation (say,
+/// dynamic limits not enabled) and everything else an `Error`.
 pub fn to_js_error(context: &str, error: &Error) -> JsValue {
-    if error.is_invalid_input() {
+    if error.is_invalid_input() && !matches!(error, Error::Unsupported { .. }) {
         js_sys::RangeError::new(&format!("{context}: {error}")).into()
     } else {
         js_sys::Error::new(&format!("{context}: {error}")).into()

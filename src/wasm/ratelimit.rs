@@ -2,9 +2,11 @@
 
 use super::options::{self, get, range_error, to_js_error, type_error, JsResult};
 use super::redis::RedisConfig;
+use super::shared_cache::shared_cache;
+use super::sleep::sleep;
 use crate::algorithm::{Algorithm, FixedWindow, Gcra, SlidingWindow, TokenBucket};
 use crate::backend::MemoryBackend;
-use crate::ratelimit::{FailMode, Ratelimit, DEFAULT_CACHE_SIZE};
+use crate::ratelimit::{FailMode, Ratelimit, Response, DEFAULT_CACHE_SIZE};
 use crate::redis::RedisBackend;
 use crate::transport::FetchTransport;
 use js_sys::{Object, Promise, Reflect};
@@ -19,7 +21,11 @@ const DEFAULT_TIMEOUT_MS: f64 = 5_000.0;
 /// The tag on limiter objects, so that a stray object is not taken for one.
 const LIMITER_TAG: &str = "edgelimit.limiter";
 
-/// A rate limit: `new Ratelimit({ redis?, limiter, prefix?, ephemeralCache?, timeout?, failMode? })`.
+/// The most `blockUntilReady` waits and `timeout` allows: `setTimeout`'s limit, 2^31 - 1 ms.
+const MAX_TIMER_MS: f64 = i32::MAX as f64;
+
+/// A rate limit: `new Ratelimit({ redis?, limiter, prefix?, ephemeralCache?, timeout?, failMode?,
+/// dynamicLimits? })`.
 #[wasm_bindgen(js_name = Ratelimit)]
 pub struct JsRatelimit {
     inner: Rc<Ratelimit>,
@@ -35,7 +41,7 @@ impl JsRatelimit {
         options::object(CONTEXT, "config", &config, false)?;
 
         let limiter = get(&config, "limiter")?;
-        let algorithm = read_limiter(CONTEXT, &limiter)?;
+        let (algorithm, cached) = read_limiter(CONTEXT, &limiter)?;
 
         let prefix = get(&config, "prefix")?;
         let prefix = if prefix.is_undefined() {
@@ -46,14 +52,15 @@ impl JsRatelimit {
 
         let cache = get(&config, "ephemeralCache")?;
         let cache = if cache.is_undefined() || cache.as_bool() == Some(true) {
-            Some(DEFAULT_CACHE_SIZE)
+            Cache::Own(DEFAULT_CACHE_SIZE)
         } else if cache.as_bool() == Some(false) {
-            None
+            Cache::Off
         } else if cache.as_f64().is_some() {
-            Some(options::count(CONTEXT, "ephemeralCache", &cache)? as usize)
+            Cache::Own(options::count(CONTEXT, "ephemeralCache", &cache)? as usize)
         } else if is_map_like(&cache)? {
-            // Accepted for compatibility with @upstash/ratelimit; the cache itself stays in Rust, bounded.
-            Some(DEFAULT_CACHE_SIZE)
+            // As the peer: one Map, one cache, shared by every limit given it. Its entries stay in
+            // Rust, bounded; the Map only names the cache.
+            Cache::Shared(cache)
         } else {
             return Err(type_error(
                 CONTEXT,
@@ -62,6 +69,14 @@ impl JsRatelimit {
                 &cache,
             ));
         };
+        if cached && matches!(cache, Cache::Off) {
+            return Err(type_error(
+                CONTEXT,
+                "ephemeralCache",
+                "a Map or true with Ratelimit.cachedFixedWindow, which counts in it",
+                &JsValue::FALSE,
+            ));
+        }
 
         let timeout = get(&config, "timeout")?;
         let timeout = if timeout.is_undefined() {
@@ -75,11 +90,7 @@ impl JsRatelimit {
                     &timeout,
                 ));
             };
-            if !millis.is_finite()
-                || millis.fract() != 0.0
-                || millis < 0.0
-                || millis > i32::MAX as f64
-            {
+            if millis.fract() != 0.0 || !(0.0..=MAX_TIMER_MS).contains(&millis) {
                 return Err(range_error(
                     CONTEXT,
                     "timeout",
@@ -113,6 +124,20 @@ impl JsRatelimit {
             }
         };
 
+        let dynamic_limits = get(&config, "dynamicLimits")?;
+        let dynamic_limits = match dynamic_limits.as_bool() {
+            Some(enabled) => enabled,
+            None if dynamic_limits.is_undefined() => false,
+            None => {
+                return Err(type_error(
+                    CONTEXT,
+                    "dynamicLimits",
+                    "a boolean",
+                    &dynamic_limits,
+                ))
+            }
+        };
+
         let redis = get(&config, "redis")?;
         let limiter = if redis.is_undefined() {
             Ratelimit::new(MemoryBackend::new(), algorithm)
@@ -123,9 +148,22 @@ impl JsRatelimit {
                 .with_fetch(redis.fetch);
             Ratelimit::new(RedisBackend::new(transport), algorithm)
         };
-        let mut limiter = limiter
-            .with_ephemeral_cache(cache)
-            .with_fail_mode(fail_mode);
+        let mut limiter = match &cache {
+            Cache::Own(size) => limiter.with_ephemeral_cache(Some(*size)),
+            Cache::Off => limiter.with_ephemeral_cache(None),
+            Cache::Shared(map) => limiter.with_shared_ephemeral_cache(shared_cache(map)?),
+        }
+        .with_fail_mode(fail_mode)
+        .with_dynamic_limits(dynamic_limits);
+        if cached {
+            let size = match cache {
+                Cache::Own(size) => size,
+                _ => DEFAULT_CACHE_SIZE,
+            };
+            limiter = limiter
+                .with_local_counts(size)
+                .map_err(|error| to_js_error(CONTEXT, &error))?;
+        }
         if let Some(prefix) = prefix {
             limiter = limiter.with_prefix(prefix);
         }
@@ -159,19 +197,103 @@ impl JsRatelimit {
         };
         let inner = Rc::clone(&self.inner);
         future_to_promise(async move {
-            let response = inner
-                .limit(&identifier, rate)
+            let (response, pending) = inner
+                .limit_with_pending(&identifier, rate)
                 .await
                 .map_err(|error| rate_error(CONTEXT, rate, &error))?;
-            let object = Object::new();
-            set(&object, "success", &response.success.into())?;
-            set(&object, "limit", &(response.limit as f64).into())?;
-            set(&object, "remaining", &response.remaining.into())?;
-            set(&object, "reset", &(response.reset as f64).into())?;
-            set(&object, "pending", &Promise::resolve(&JsValue::UNDEFINED))?;
-            if let Some(reason) = response.reason {
-                set(&object, "reason", &reason.as_str().into())?;
+            // The write of a locally answered request runs now, whether or not anyone awaits it;
+            // `pending` settles (never rejects) when it is done.
+            let pending = match pending {
+                Some(work) => future_to_promise(async move {
+                    work.await;
+                    Ok(JsValue::UNDEFINED)
+                }),
+                None => Promise::resolve(&JsValue::UNDEFINED),
+            };
+            response_object(&response, &pending)
+        })
+    }
+
+    /// `blockUntilReady(identifier, timeout)`: calls `limit` until admitted or `timeout` ms have passed,
+    /// waiting exactly as long as the limit says; answers the denial at once if waiting cannot help.
+    #[wasm_bindgen(js_name = blockUntilReady)]
+    pub fn block_until_ready(&self, identifier: JsValue, timeout: JsValue) -> Promise {
+        const CONTEXT: &str = "Ratelimit.blockUntilReady";
+        let checked = identifier_arg(CONTEXT, &identifier).and_then(|identifier| {
+            let Some(millis) = timeout.as_f64() else {
+                return Err(type_error(
+                    CONTEXT,
+                    "timeout",
+                    "a number of milliseconds",
+                    &timeout,
+                ));
+            };
+            if !(millis > 0.0 && millis <= MAX_TIMER_MS) {
+                return Err(range_error(
+                    CONTEXT,
+                    "timeout",
+                    "must be a positive number of milliseconds up to 2^31 - 1",
+                    &timeout,
+                ));
             }
+            Ok((identifier, Duration::from_micros((millis * 1_000.0) as u64)))
+        });
+        let (identifier, timeout) = match checked {
+            Ok(checked) => checked,
+            Err(error) => return Promise::reject(&error),
+        };
+        let inner = Rc::clone(&self.inner);
+        future_to_promise(async move {
+            let response = inner
+                .block_until_ready(&identifier, 1.0, timeout, sleep)
+                .await
+                .map_err(|error| to_js_error(CONTEXT, &error))?;
+            response_object(&response, &Promise::resolve(&JsValue::UNDEFINED))
+        })
+    }
+
+    /// `setDynamicLimit({ limit })`: stores `limit` (a whole number) as the limit of every identifier
+    /// under this prefix, or removes it for `limit: false`. Needs `dynamicLimits: true`.
+    #[wasm_bindgen(js_name = setDynamicLimit)]
+    pub fn set_dynamic_limit(&self, options: JsValue) -> Promise {
+        const CONTEXT: &str = "Ratelimit.setDynamicLimit";
+        let checked = options::object(CONTEXT, "options", &options, false).and_then(|_| {
+            let limit = get(&options, "limit")?;
+            if limit.as_bool() == Some(false) {
+                Ok(None)
+            } else if limit.as_f64().is_some() {
+                options::count(CONTEXT, "limit", &limit).map(Some)
+            } else {
+                Err(type_error(CONTEXT, "limit", "a number or false", &limit))
+            }
+        });
+        let limit = match checked {
+            Ok(limit) => limit,
+            Err(error) => return Promise::reject(&error),
+        };
+        let inner = Rc::clone(&self.inner);
+        future_to_promise(async move {
+            inner
+                .set_dynamic_limit(limit)
+                .await
+                .map_err(|error| to_js_error(CONTEXT, &error))?;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
+    /// `getDynamicLimit()`: a Promise of `{ dynamicLimit }`, the stored limit or `null`.
+    #[wasm_bindgen(js_name = getDynamicLimit)]
+    pub fn get_dynamic_limit(&self) -> Promise {
+        const CONTEXT: &str = "Ratelimit.getDynamicLimit";
+        let inner = Rc::clone(&self.inner);
+        future_to_promise(async move {
+            let limit = inner
+                .dynamic_limit()
+                .await
+                .map_err(|error| to_js_error(CONTEXT, &error))?;
+            let object = Object::new();
+            let value = limit.map_or(JsValue::NULL, |limit| (limit as f64).into());
+            set(&object, "dynamicLimit", &value)?;
             Ok(object.into())
         })
     }
@@ -225,6 +347,18 @@ impl JsRatelimit {
         let window = options::duration(CONTEXT, "window", &window)?;
         FixedWindow::new(tokens, window).map_err(|e| to_js_error(CONTEXT, &e))?;
         limiter_object("fixedWindow", &[tokens, window.as_millis() as u64])
+    }
+
+    /// `Ratelimit.cachedFixedWindow(tokens, window)`: a fixed window answered from local counts once
+    /// known, the write to Redis left in `pending` (faster; a fleet may over-admit until writes land).
+    #[wasm_bindgen(js_name = cachedFixedWindow)]
+    pub fn cached_fixed_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
+        super::install_panic_hook();
+        const CONTEXT: &str = "Ratelimit.cachedFixedWindow";
+        let tokens = options::count(CONTEXT, "tokens", &tokens)?;
+        let window = options::duration(CONTEXT, "window", &window)?;
+        FixedWindow::new(tokens, window).map_err(|e| to_js_error(CONTEXT, &e))?;
+        limiter_object("cachedFixedWindow", &[tokens, window.as_millis() as u64])
     }
 
     /// `Ratelimit.slidingWindow(tokens, window)`: `tokens` per window, weighting the previous window.
@@ -308,8 +442,9 @@ fn limiter_object(name: &str, params: &[u64]) -> JsResult<JsValue> {
     Ok(Object::freeze(&object).into())
 }
 
-/// The algorithm a limiter object describes, checked again (it may have been built by hand).
-fn read_limiter(context: &str, limiter: &JsValue) -> JsResult<Algorithm> {
+/// The algorithm a limiter object describes, checked again (it may have been built by hand), and
+/// whether it answers from local counts (`cachedFixedWindow`).
+fn read_limiter(context: &str, limiter: &JsValue) -> JsResult<(Algorithm, bool)> {
     const EXPECTED: &str = "a limiter such as Ratelimit.slidingWindow(10, \"10 s\")";
     if !limiter.is_object() || get(limiter, LIMITER_TAG)?.as_bool() != Some(true) {
         return Err(type_error(context, "limiter", EXPECTED, limiter));
@@ -320,13 +455,40 @@ fn read_limiter(context: &str, limiter: &JsValue) -> JsResult<Algorithm> {
     let count = |index: u32| options::count(context, "limiter", &param(index));
     let millis = |index: u32| options::duration(context, "limiter", &param(index));
     let checked = match name.as_str() {
-        "fixedWindow" => FixedWindow::new(count(0)?, millis(1)?).map(Algorithm::from),
+        "fixedWindow" | "cachedFixedWindow" => {
+            FixedWindow::new(count(0)?, millis(1)?).map(Algorithm::from)
+        }
         "slidingWindow" => SlidingWindow::new(count(0)?, millis(1)?).map(Algorithm::from),
         "tokenBucket" => TokenBucket::new(count(0)?, millis(1)?, count(2)?).map(Algorithm::from),
         "gcra" => Gcra::new(count(0)?, millis(1)?, count(2)?).map(Algorithm::from),
         _ => return Err(type_error(context, "limiter", EXPECTED, limiter)),
     };
-    checked.map_err(|error| to_js_error(context, &error))
+    let algorithm = checked.map_err(|error| to_js_error(context, &error))?;
+    Ok((algorithm, name == "cachedFixedWindow"))
+}
+
+/// How the ephemeral cache was configured.
+enum Cache {
+    /// A cache of its own, of this many entries.
+    Own(usize),
+    /// The cache named by this `Map`, shared.
+    Shared(JsValue),
+    /// None.
+    Off,
+}
+
+/// `{ success, limit, remaining, reset, pending, reason? }`.
+fn response_object(response: &Response, pending: &Promise) -> JsResult<JsValue> {
+    let object = Object::new();
+    set(&object, "success", &response.success.into())?;
+    set(&object, "limit", &(response.limit as f64).into())?;
+    set(&object, "remaining", &response.remaining.into())?;
+    set(&object, "reset", &(response.reset as f64).into())?;
+    set(&object, "pending", pending)?;
+    if let Some(reason) = response.reason {
+        set(&object, "reason", &reason.as_str().into())?;
+    }
+    Ok(object.into())
 }
 
 /// Whether `value` looks like a `Map` (duck-typed: a `Map` from another realm fails `instanceof`).

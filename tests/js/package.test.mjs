@@ -327,3 +327,145 @@ test("bad arguments reject with a TypeError or RangeError naming the field; the 
     });
   }
 });
+
+test("cachedFixedWindow answers from its count and writes in pending, with the keys and TTL of fixedWindow", { skip: noGateway }, async () => {
+  const { Redis: UpstashRedis } = await import("@upstash/redis");
+  const upstash = new UpstashRedis({ url: URL_, token: TOKEN, enableTelemetry: false });
+  const counter = countingFetch();
+  const p = prefix();
+  const ratelimit = new Ratelimit({
+    redis: new Redis({ url: URL_, token: TOKEN, fetch: counter.fetch }),
+    limiter: Ratelimit.cachedFixedWindow(3, "1 h"),
+    prefix: p,
+  });
+  const first = await ratelimit.limit("u");
+  assert.deepEqual([first.success, first.remaining, counter.requests], [true, 2, 1]);
+  await assertPending(first);
+
+  const answers = [await ratelimit.limit("u"), await ratelimit.limit("u")];
+  assert.deepEqual(answers.map((a) => [a.success, a.remaining]), [[true, 1], [true, 0]]);
+  await Promise.all(answers.map((a) => a.pending));
+  assert.equal(counter.requests, 3, "each admitted request is written, in pending");
+
+  const denied = await ratelimit.limit("u");
+  assert.deepEqual([denied.success, denied.remaining], [false, 0]);
+  await assertPending(denied);
+  assert.equal(counter.requests, 3, "a local denial sends nothing");
+  assert.deepEqual(await ratelimit.getRemaining("u"), { remaining: 0, reset: denied.reset, limit: 3 });
+
+  const window = Math.floor(Date.now() / 3_600_000);
+  const key = `${p}:u:${window}`;
+  assert.equal(Number(await upstash.get(key)), 3);
+  const ttl = await upstash.pttl(key);
+  assert.ok(ttl > 0 && ttl <= 3_600_000, `the counter expires with its window (PTTL ${ttl})`);
+});
+
+test("blockUntilReady waits until the limit admits, or answers at once when waiting cannot help", { skip: noGateway }, async () => {
+  const ratelimit = new Ratelimit({
+    redis: new Redis({ url: URL_, token: TOKEN }),
+    limiter: Ratelimit.gcra(1, "400 ms"),
+    prefix: prefix(),
+  });
+  assert.equal((await ratelimit.limit("u")).success, true);
+  const started = Date.now();
+  const ready = await ratelimit.blockUntilReady("u", 10_000);
+  assert.equal(ready.success, true);
+  assert.ok(Date.now() - started >= 300, "not admitted before the limit allows");
+  await assertPending(ready);
+
+  const tooShort = await ratelimit.blockUntilReady("u", 50);
+  assert.equal(tooShort.success, false);
+  await assertPending(tooShort);
+});
+
+test("dynamic limits replace the configured limit for every identifier, shared with @upstash/ratelimit's key", { skip: noGateway }, async () => {
+  const { Redis: UpstashRedis } = await import("@upstash/redis");
+  const upstash = new UpstashRedis({ url: URL_, token: TOKEN, enableTelemetry: false });
+  const p = prefix();
+  const redis = new Redis({ url: URL_, token: TOKEN });
+  const twoPerHour = {
+    fixedWindow: Ratelimit.fixedWindow(2, "1 h"),
+    slidingWindow: Ratelimit.slidingWindow(2, "1 h"),
+    tokenBucket: Ratelimit.tokenBucket(1, "1 h", 2),
+    gcra: Ratelimit.gcra(2, "1 h"),
+  };
+  for (const [name, limiter] of Object.entries(twoPerHour)) {
+    const ratelimit = new Ratelimit({ redis, limiter, prefix: `${p}:${name}`, dynamicLimits: true, ephemeralCache: false });
+    assert.deepEqual(await ratelimit.getDynamicLimit(), { dynamicLimit: null });
+    await ratelimit.setDynamicLimit({ limit: 4 });
+    assert.equal(await upstash.get(`${p}:${name}:dynamic:global`), 4, "the peer's key");
+    assert.deepEqual(await ratelimit.getDynamicLimit(), { dynamicLimit: 4 });
+    const answers = [];
+    for (let i = 0; i < 5; i++) answers.push(await ratelimit.limit("u"));
+    assert.deepEqual(answers.map((a) => a.success), [true, true, true, true, false], name);
+    assert.equal(answers[0].limit, 4);
+    assert.equal((await ratelimit.getRemaining("v")).limit, 4);
+    await ratelimit.setDynamicLimit({ limit: false });
+    assert.deepEqual(await ratelimit.getDynamicLimit(), { dynamicLimit: null });
+    assert.equal((await ratelimit.limit("v")).limit, 2);
+  }
+  // In memory too.
+  const memory = new Ratelimit({ limiter: Ratelimit.fixedWindow(1, "1 h"), dynamicLimits: true });
+  await memory.setDynamicLimit({ limit: 2 });
+  assert.deepEqual([(await memory.limit("u")).success, (await memory.limit("u")).success, (await memory.limit("u")).success], [true, true, false]);
+  // Not enabled: an Error, as the peer.
+  const plain = new Ratelimit({ limiter: Ratelimit.fixedWindow(1, "1 h") });
+  await assert.rejects(plain.setDynamicLimit({ limit: 5 }), (e) => e instanceof Error && /dynamic limits/.test(e.message));
+  await assert.rejects(plain.getDynamicLimit(), (e) => e instanceof Error && /dynamic limits/.test(e.message));
+});
+
+test("one Map shares one bounded ephemeral cache between limits", { skip: noGateway }, async () => {
+  const counter = countingFetch();
+  const redis = new Redis({ url: URL_, token: TOKEN, fetch: counter.fetch });
+  const shared = new Map();
+  const p = prefix();
+  const a = new Ratelimit({ redis, limiter: Ratelimit.fixedWindow(1, "1 h"), prefix: p, ephemeralCache: shared });
+  const b = new Ratelimit({ redis, limiter: Ratelimit.fixedWindow(1, "1 h"), prefix: p, ephemeralCache: shared });
+  await a.limit("u");
+  assert.equal((await a.limit("u")).success, false);
+  const requests = counter.requests;
+  const blocked = await b.limit("u");
+  assert.deepEqual([blocked.success, blocked.reason], [false, "cacheBlock"]);
+  assert.equal(counter.requests, requests, "b used a's cache");
+
+  // A cache of 2 entries remembers at most 2 of 3 blocked identifiers.
+  const small = new Ratelimit({ redis, limiter: Ratelimit.fixedWindow(1, "1 h"), prefix: prefix(), ephemeralCache: 2 });
+  for (const id of ["x", "y", "z"]) {
+    await small.limit(id);
+    await small.limit(id);
+  }
+  const before = counter.requests;
+  // Asked together, so that no answer refills the cache before the others look.
+  const reasons = (await Promise.all(["x", "y", "z"].map((id) => small.limit(id)))).map((r) => r.reason);
+  assert.equal(reasons.filter((r) => r === "cacheBlock").length, 2, String(reasons));
+  assert.equal(counter.requests, before + 1);
+});
+
+test("bad input to the newer options and methods throws or rejects naming the field", async () => {
+  const limiter = Ratelimit.fixedWindow(3, "10 s");
+  const throwing = [
+    [() => Ratelimit.cachedFixedWindow(0, "1 s"), RangeError, "tokens"],
+    [() => Ratelimit.cachedFixedWindow(1, "soon"), RangeError, "window"],
+    [() => new Ratelimit({ limiter: Ratelimit.cachedFixedWindow(1, "1 s"), ephemeralCache: false }), TypeError, "ephemeralCache"],
+    [() => new Ratelimit({ limiter, dynamicLimits: "yes" }), TypeError, "dynamicLimits"],
+  ];
+  for (const [make, kind, field] of throwing) assert.throws(make, named(kind, field), make.toString());
+  const ratelimit = new Ratelimit({ limiter: Ratelimit.fixedWindow(100, "1 h"), dynamicLimits: true });
+  const rejecting = [
+    [() => ratelimit.blockUntilReady("u", 0), RangeError, "timeout"],
+    [() => ratelimit.blockUntilReady("u", -1), RangeError, "timeout"],
+    [() => ratelimit.blockUntilReady("u", NaN), RangeError, "timeout"],
+    [() => ratelimit.blockUntilReady("u", 2 ** 31), RangeError, "timeout"],
+    [() => ratelimit.blockUntilReady("u", "100"), TypeError, "timeout"],
+    [() => ratelimit.blockUntilReady("", 100), RangeError, "identifier"],
+    [() => ratelimit.setDynamicLimit(5), TypeError, "options"],
+    [() => ratelimit.setDynamicLimit({ limit: 0 }), RangeError, "limit"],
+    [() => ratelimit.setDynamicLimit({ limit: 1.5 }), RangeError, "limit"],
+    [() => ratelimit.setDynamicLimit({ limit: "5" }), TypeError, "limit"],
+    [() => ratelimit.setDynamicLimit({ limit: true }), TypeError, "limit"],
+  ];
+  for (const [call, kind, field] of rejecting) {
+    await assert.rejects(call, named(kind, field), call.toString());
+    assert.equal((await ratelimit.limit("ok")).success, true, `still works after ${call}`);
+  }
+});
