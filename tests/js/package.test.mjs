@@ -6,26 +6,7 @@
 // Gateway tests are skipped when EDGELIMIT_TEST_URL is not set.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readlinkSync, symlinkSync } from "node:fs";
-import { fileURLToPath } from "node:url";
-
-// Resolve the bare specifier "edgelimit" to pkg/ through tests/js/node_modules (gitignored), so Node
-// reads pkg/package.json and picks the `node` export.
-const here = fileURLToPath(new URL(".", import.meta.url));
-const pkgDir = fileURLToPath(new URL("../../pkg/", import.meta.url));
-if (!existsSync(`${pkgDir}package.json`)) {
-  throw new Error("pkg/ is not built: run `bash scripts/build_pkg.sh` first");
-}
-mkdirSync(`${here}node_modules`, { recursive: true });
-const link = `${here}node_modules/edgelimit`;
-let linked = false;
-try {
-  linked = readlinkSync(link) === "../../../pkg";
-} catch {}
-if (!linked) {
-  symlinkSync("../../../pkg", link, "dir");
-}
-const { Ratelimit, Redis } = await import("edgelimit");
+import { Ratelimit, Redis } from "./edgelimit.mjs";
 
 const URL_ = process.env.EDGELIMIT_TEST_URL;
 const TOKEN = process.env.EDGELIMIT_TEST_TOKEN;
