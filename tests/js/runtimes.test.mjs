@@ -1,0 +1,294 @@
+// The runtime matrix: the unchanged pkg/ (from `bash scripts/build_pkg.sh`) in Node, Deno, workerd
+// (through miniflare), Vercel's edge-runtime and Chromium, each importing it as that runtime would and
+// running tests/runtimes/scenario.mjs against a real gateway and redis-server:
+//
+//   bash scripts/with_gateway.sh node --test tests/js/runtimes.test.mjs
+//
+// Each test asserts the exact decisions the runtime reports, which entry of the package it ran, what
+// the runtime says it is, and, read back with the real @upstash/redis, the keys the decisions left in
+// Redis: a runtime that fell back to the in-memory store or to another entry fails.
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { execFile, spawn } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readlinkSync, rmSync, symlinkSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { runInContext } from "node:vm";
+import { Redis as UpstashRedis } from "@upstash/redis";
+import { EdgeRuntime } from "edge-runtime";
+import * as esbuild from "esbuild";
+import { Miniflare } from "miniflare";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const pkgDir = join(root, "pkg");
+const runtimesDir = join(root, "tests/runtimes");
+const URL_ = process.env.EDGELIMIT_TEST_URL;
+const TOKEN = process.env.EDGELIMIT_TEST_TOKEN;
+const skip = !URL_ && "EDGELIMIT_TEST_URL is not set (run under scripts/with_gateway.sh)";
+const DAY = 86_400_000;
+
+if (!existsSync(join(pkgDir, "package.json"))) {
+  throw new Error("pkg/ is not built: run `bash scripts/build_pkg.sh` first");
+}
+
+// Node, Deno and esbuild resolve the bare specifier "edgelimit" from tests/runtimes/ through
+// tests/runtimes/node_modules/edgelimit (gitignored), a link to pkg/, so each reads pkg/package.json.
+mkdirSync(join(runtimesDir, "node_modules"), { recursive: true });
+const link = join(runtimesDir, "node_modules/edgelimit");
+let linked = false;
+try {
+  linked = readlinkSync(link) === "../../../pkg";
+} catch {}
+if (!linked) {
+  rmSync(link, { force: true });
+  symlinkSync("../../../pkg", link, "dir");
+}
+
+const scratch = mkdtempSync(join(tmpdir(), "edgelimit-runtimes-"));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+/** Options of one scenario run: a prefix of its own, so runs and runtimes never share keys. */
+function options(runtime) {
+  const prefix = `edgelimit-rt-${runtime}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+  return { url: URL_, token: TOKEN, prefix };
+}
+
+const decisions = (list) => list.map(({ success, remaining, limit, reason }) => ({ success, remaining, limit, reason }));
+const allow = (remaining, limit) => ({ success: true, remaining, limit, reason: null });
+const deny = (limit, reason = null) => ({ success: false, remaining: 0, limit, reason });
+
+/** Asserts the scenario's decisions, then what they left in Redis. */
+async function check(result, { prefix }, runtime) {
+  assert.match(result.runtime, runtime, "the intended runtime ran the scenario");
+
+  // Three admitted, the fourth denied by Redis, the fifth by the ephemeral cache without a request.
+  assert.deepEqual(decisions(result.fixedWindow), [allow(2, 3), allow(1, 3), allow(0, 3), deny(3), deny(3, "cacheBlock")]);
+  assert.deepEqual(result.getRemaining, { remaining: 0, limit: 3 });
+  for (const name of ["slidingWindow", "tokenBucket", "gcra"]) {
+    assert.deepEqual(decisions(result[name]), [allow(1, 2), allow(0, 2), deny(2)], name);
+  }
+  for (const name of ["fixedWindow", "slidingWindow", "tokenBucket", "gcra"]) {
+    assert.ok(result[name].every((decision) => decision.pendingIsPromise), `${name}: pending is a Promise`);
+  }
+  const { reset } = result.fixedWindow[0];
+  assert.ok(result.fixedWindow.every((decision) => decision.reset === reset));
+  assert.equal(reset % DAY, 0, "a fixed window ends at midnight UTC");
+  assert.ok(reset > Date.now(), "the window has not ended");
+
+  const redis = new UpstashRedis({ url: URL_, token: TOKEN, enableTelemetry: false });
+  const window = reset / DAY - 1;
+  const keys = {
+    fixed: `${prefix}:fixed:user:${window}`,
+    sliding: `${prefix}:sliding:user:${window}`,
+    bucket: `${prefix}:bucket:user`,
+    gcra: `${prefix}:gcra:user:gcra`,
+  };
+  assert.deepEqual((await redis.keys(`${prefix}:*`)).sort(), Object.values(keys).sort());
+  assert.equal(await redis.get(keys.fixed), 4, "four requests reached Redis, denied ones counted");
+  assert.equal(await redis.get(keys.sliding), 2, "a denied request writes nothing");
+  assert.equal(await redis.hget(keys.bucket, "tokens"), 0);
+  assert.ok((await redis.get(keys.gcra)) > Date.now() * 1000, "the theoretical arrival time is ahead");
+  for (const key of Object.values(keys)) {
+    assert.ok((await redis.pttl(key)) > 0, `${key} expires`);
+  }
+}
+
+/** Runs a command in tests/runtimes/ to completion (killed if the test is cancelled); its last line of output as JSON. */
+async function runJson(t, command, args, env = process.env) {
+  const { stdout } = await promisify(execFile)(command, args, { cwd: runtimesDir, env, signal: t.signal, timeout: 60_000 });
+  return JSON.parse(stdout.trim().split("\n").at(-1));
+}
+
+/**
+ * Bundles tests/runtimes/`entry` under `conditions`, as wrangler (for workerd) and Vercel (for
+ * edge-light) do; the `.wasm` import is left to `wasmPlugin`. Returns the bundle's path and the package
+ * entries it took in.
+ */
+async function bundle(entry, { conditions, format, wasmPlugin }) {
+  const outfile = join(scratch, `${basename(entry, ".mjs")}.bundle.${format === "esm" ? "mjs" : "js"}`);
+  const { metafile } = await esbuild.build({
+    entryPoints: [join(runtimesDir, entry)],
+    absWorkingDir: root,
+    bundle: true,
+    platform: "neutral",
+    conditions,
+    format,
+    outfile,
+    metafile: true,
+    logLevel: "error",
+    plugins: [wasmPlugin],
+  });
+  const entries = Object.keys(metafile.inputs).filter((input) => /^pkg\/index\.\w+\.js$/.test(input));
+  return { outfile, entries };
+}
+
+test("Node imports the package through the `node` condition", { skip }, async (t) => {
+  const opts = options("node");
+  const { entry, result } = await runJson(t, process.execPath, ["cli.mjs", JSON.stringify(opts)]);
+  assert.equal(entry, new URL("../../pkg/index.node.js", import.meta.url).href);
+  await check(result, opts, /^Node\.js\//);
+});
+
+test("Deno imports the package through the `deno` condition", { skip }, async (t) => {
+  const opts = options("deno");
+  const deno = join(root, "node_modules/.bin/deno");
+  // Offline: no config, no lock file, no download, node_modules as it is, a cache of its own. Net access
+  // to the gateway only.
+  const args = [
+    "run", "--no-config", "--no-lock", "--cached-only", "--node-modules-dir=manual",
+    `--allow-net=${new URL(URL_).host}`, `--allow-read=${pkgDir}`,
+    "cli.mjs", JSON.stringify(opts),
+  ];
+  const env = { ...process.env, DENO_DIR: join(scratch, "deno"), DENO_NO_UPDATE_CHECK: "1" };
+  const { entry, result } = await runJson(t, deno, args, env);
+  assert.equal(entry, new URL("../../pkg/index.web.js", import.meta.url).href);
+  await check(result, opts, /^Deno\//);
+});
+
+test("workerd (miniflare) imports the package through the `workerd` condition", { skip }, async () => {
+  // The bundle keeps `import wasm from "./edgelimit_bg.wasm"`; workerd loads the file beside it as a
+  // compiled module.
+  const keepWasm = {
+    name: "wasm-module",
+    setup(build) {
+      build.onResolve({ filter: /\.wasm$/ }, ({ path }) => ({ path, external: true }));
+    },
+  };
+  const { outfile, entries } = await bundle("worker.mjs", { conditions: ["workerd", "worker"], format: "esm", wasmPlugin: keepWasm });
+  assert.deepEqual(entries, ["pkg/index.workerd.js"]);
+  copyFileSync(join(pkgDir, "edgelimit_bg.wasm"), join(scratch, "edgelimit_bg.wasm"));
+
+  const miniflare = new Miniflare({
+    modules: true,
+    scriptPath: outfile,
+    modulesRoot: scratch,
+    modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"] }],
+    compatibilityDate: "2026-04-01",
+    cf: false,
+  });
+  try {
+    const opts = options("workerd");
+    const response = await miniflare.dispatchFetch("http://worker.test/", { method: "POST", body: JSON.stringify(opts) });
+    const body = await response.text();
+    assert.equal(response.status, 200, body);
+    await check(JSON.parse(body), opts, /^Cloudflare-Workers$/);
+  } finally {
+    await miniflare.dispose();
+  }
+});
+
+test("Vercel's edge-runtime imports the package through the `edge-light` condition", { skip }, async () => {
+  // What this shows: the `edge-light` entry, bundled as Vercel's bundler does (the `.wasm` import becomes
+  // a WebAssembly.Module the platform binds to a global), runs in edge-runtime's VM with its primitives
+  // (fetch, Response, FetchEvent with waitUntil). What it does not: the real Vercel bundler and Edge
+  // Network, or their limits.
+  const globalName = "wasm_edgelimit_bg";
+  const bindWasm = {
+    name: "wasm-global",
+    setup(build) {
+      build.onResolve({ filter: /\.wasm$/ }, () => ({ path: globalName, namespace: "wasm-global" }));
+      build.onLoad({ filter: /.*/, namespace: "wasm-global" }, () => ({ contents: `export default globalThis.${globalName};` }));
+    },
+  };
+  const { outfile, entries } = await bundle("edge.mjs", { conditions: ["edge-light"], format: "iife", wasmPlugin: bindWasm });
+  assert.deepEqual(entries, ["pkg/index.workerd.js"]);
+
+  const wasm = await readFile(join(pkgDir, "edgelimit_bg.wasm"));
+  const runtime = new EdgeRuntime({
+    initialCode: await readFile(outfile, "utf8"),
+    extend(context) {
+      // Compiled in the VM's realm, so the glue's `instanceof WebAssembly.Module` holds.
+      context[globalName] = new (runInContext("WebAssembly.Module", context))(wasm);
+      return context;
+    },
+  });
+  const opts = options("edge");
+  const response = await runtime.dispatchFetch("http://edge.test/", { method: "POST", body: JSON.stringify(opts) });
+  await response.waitUntil();
+  const body = await response.text();
+  assert.equal(response.status, 200, body);
+  await check(JSON.parse(body), opts, /^edge-runtime \(edge-runtime\)$/);
+});
+
+test("Chromium loads the package's browser entry in a page", { skip }, async () => {
+  const opts = options("chromium");
+  const types = { ".html": "text/html", ".mjs": "text/javascript", ".js": "text/javascript", ".wasm": "application/wasm" };
+  // Only these files are served: the page, its modules and the package.
+  const files = new Map([
+    ["/", join(runtimesDir, "browser.html")],
+    ["/runtimes/browser.mjs", join(runtimesDir, "browser.mjs")],
+    ["/runtimes/scenario.mjs", join(runtimesDir, "scenario.mjs")],
+    ...["index.web.js", "edgelimit.js", "edgelimit_bg.wasm"].map((file) => [`/pkg/${file}`, join(pkgDir, file)]),
+  ]);
+  let deliver;
+  const outcome = new Promise((resolve) => (deliver = resolve));
+  const server = createServer(async (request, response) => {
+    if (request.method === "POST" && request.url === "/result") {
+      let body = "";
+      for await (const chunk of request) body += chunk;
+      response.end();
+      deliver(JSON.parse(body));
+    } else if (request.url === "/options") {
+      response.setHeader("content-type", "application/json");
+      response.end(JSON.stringify(opts));
+    } else if (files.has(request.url)) {
+      const file = files.get(request.url);
+      response.setHeader("content-type", types[file.slice(file.lastIndexOf("."))]);
+      response.end(await readFile(file));
+    } else {
+      response.statusCode = 404;
+      response.end();
+    }
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+
+  // Profile and temporary files in the scratch directory: a killed Chromium leaves its socket behind.
+  const profile = join(scratch, "chromium-profile");
+  const chromiumTmp = join(scratch, "chromium-tmp");
+  mkdirSync(chromiumTmp);
+  const chromium = spawn(
+    "chromium",
+    [
+      "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+      "--no-first-run", "--disable-background-networking", "--disable-component-update",
+      `--user-data-dir=${profile}`, `http://127.0.0.1:${server.address().port}/`,
+    ],
+    // Its own process group, so that the wrapper script, the browser and its children die together.
+    { detached: true, stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, TMPDIR: chromiumTmp } },
+  );
+  let stderr = "";
+  chromium.stderr.on("data", (chunk) => (stderr = (stderr + chunk).slice(-4000)));
+  const exited = new Promise((resolve, reject) => {
+    chromium.once("exit", resolve);
+    chromium.once("error", reject);
+  });
+  let timer;
+  try {
+    const result = await Promise.race([
+      outcome,
+      exited.then((code) => Promise.reject(new Error(`chromium exited (${code}) before the page answered:\n${stderr}`))),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer from the page within 60 s:\n${stderr}`)), 60_000);
+      }),
+    ]);
+    assert.equal(result.error, undefined, result.error);
+    assert.equal(result.entry, `http://127.0.0.1:${server.address().port}/pkg/index.web.js`);
+    await check(result.result, opts, /HeadlessChrome\//);
+  } finally {
+    clearTimeout(timer);
+    if (chromium.pid) {
+      try {
+        process.kill(-chromium.pid, "SIGKILL");
+      } catch (error) {
+        if (error.code !== "ESRCH") throw error; // the whole group has already exited
+      }
+    }
+    await exited;
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});

@@ -1,0 +1,50 @@
+// The decisions every runtime of tests/js/runtimes.test.mjs makes against the gateway, with the package
+// that runtime imported. Plain JavaScript with no imports, so a browser, workerd, Deno, Vercel's
+// edge-runtime and Node all run this same file; the test asserts the JSON it returns and the keys it
+// left in Redis.
+//
+// Windows are a day long: a run fails only if its calls span midnight UTC, where with 10 s windows about
+// one run in a few hundred would straddle a boundary.
+
+/** What the runtime says it is, so the test can tell that the intended runtime answered. */
+function runtimeName() {
+  if (typeof EdgeRuntime === "string") return `edge-runtime (${EdgeRuntime})`;
+  if (globalThis.navigator?.userAgent) return globalThis.navigator.userAgent;
+  // Node 20 has no navigator.
+  return globalThis.process?.versions?.node ? `Node.js/${process.versions.node}` : "unknown";
+}
+
+/** A decision without `pending`, after handing `pending` to `waitUntil`. */
+async function decide(ratelimit, identifier, waitUntil) {
+  const { success, limit, remaining, reset, reason, pending } = await ratelimit.limit(identifier);
+  const pendingIsPromise = Object.prototype.toString.call(pending) === "[object Promise]";
+  await waitUntil(pending);
+  return { success, limit, remaining, reset, reason: reason ?? null, pendingIsPromise };
+}
+
+/**
+ * Runs the scenario with `edgelimit` (the package's exports) against `url`/`token`, with keys under
+ * `prefix`. `waitUntil` receives each `pending` (a Worker's `ctx.waitUntil`); by default it is awaited.
+ */
+export async function scenario({ Ratelimit, Redis }, { url, token, prefix }, waitUntil = (pending) => pending) {
+  const redis = new Redis({ url, token });
+  const make = (name, limiter) => new Ratelimit({ redis, limiter, prefix: `${prefix}:${name}` });
+
+  // The default ephemeral cache answers the fifth call: denied fourth, the identifier is blocked locally.
+  const fixed = make("fixed", Ratelimit.fixedWindow(3, "1 d"));
+  const fixedWindow = [];
+  for (let i = 0; i < 5; i++) fixedWindow.push(await decide(fixed, "user", waitUntil));
+  const { remaining, limit } = await fixed.getRemaining("user");
+
+  const others = {
+    slidingWindow: make("sliding", Ratelimit.slidingWindow(2, "1 d")),
+    tokenBucket: make("bucket", Ratelimit.tokenBucket(1, "1 h", 2)),
+    gcra: make("gcra", Ratelimit.gcra(2, "1 h")),
+  };
+  const result = { runtime: runtimeName(), fixedWindow, getRemaining: { remaining, limit } };
+  for (const [name, ratelimit] of Object.entries(others)) {
+    result[name] = [];
+    for (let i = 0; i < 3; i++) result[name].push(await decide(ratelimit, "user", waitUntil));
+  }
+  return result;
+}
