@@ -9,6 +9,7 @@
 #   EDGELIMIT_TEST_TOKEN          its read-write token
 #   EDGELIMIT_TEST_CLOSED_URL     a loopback port nobody listens on
 #   EDGELIMIT_TEST_BLACKHOLE_URL  the black hole
+#   EDGELIMIT_GATEWAY_BIN         the gateway binary, for tests that run their own
 # Everything started here is stopped on exit; the exit status is the command's.
 set -euo pipefail
 
@@ -120,6 +121,7 @@ export EDGELIMIT_TEST_URL="http://127.0.0.1:$gateway_port"
 export EDGELIMIT_TEST_TOKEN="$token"
 export EDGELIMIT_TEST_CLOSED_URL="http://127.0.0.1:$closed_port"
 export EDGELIMIT_TEST_BLACKHOLE_URL="http://127.0.0.1:$blackhole_port"
+export EDGELIMIT_GATEWAY_BIN="$gateway_bin"
 say "gateway $EDGELIMIT_TEST_URL (redis on $redis_port), black hole on $blackhole_port"
 
 # A wasm-bindgen test suite without `wasm_bindgen_test_configure!(run_in_browser)` runs in Node

@@ -450,3 +450,65 @@ test("bad input to the newer options and methods throws or rejects naming the fi
     assert.equal((await ratelimit.limit("ok")).success, true, `still works after ${call}`);
   }
 });
+
+/** A free loopback port. */
+async function freePort() {
+  const { createServer } = await import("node:net");
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Waits until `check()` resolves truthy, polling every 50 ms, for at most 15 s. */
+async function until(what, check) {
+  for (let i = 0; i < 300; i++) {
+    if (await check().catch(() => false)) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`${what} did not happen within 15 s`);
+}
+
+test("a stopped Redis behind a live gateway is answered by the fail mode, then recovery", { skip: !process.env.EDGELIMIT_GATEWAY_BIN && "EDGELIMIT_GATEWAY_BIN is not set" }, async (t) => {
+  const { spawn } = await import("node:child_process");
+  const [redisPort, gatewayPort] = [await freePort(), await freePort()];
+  const children = [];
+  const start = (command, args) => {
+    const child = spawn(command, args, { stdio: "ignore" });
+    children.push(child);
+    return child;
+  };
+  t.after(() => children.forEach((child) => child.kill("SIGKILL")));
+  const startRedis = () => start("redis-server", ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]);
+  let redisServer = startRedis();
+  start(process.env.EDGELIMIT_GATEWAY_BIN, ["--listen", `127.0.0.1:${gatewayPort}`, "--redis", `redis://127.0.0.1:${redisPort}`, "--token", "t", "--timeout-ms", "1000"]);
+  const url = `http://127.0.0.1:${gatewayPort}`;
+  await until("the gateway", async () => (await fetch(`${url}/healthz`)).ok);
+
+  const limits = Object.fromEntries(
+    ["open", "closed"].map((failMode) => [
+      failMode,
+      new Ratelimit({ redis: new Redis({ url, token: "t" }), limiter: Ratelimit.slidingWindow(5, "1 m"), failMode, prefix: prefix() }),
+    ]),
+  );
+  for (const ratelimit of Object.values(limits)) {
+    const up = await ratelimit.limit("u");
+    assert.deepEqual([up.success, up.reason], [true, undefined]);
+  }
+
+  const stopped = new Promise((resolve) => redisServer.once("exit", resolve));
+  redisServer.kill("SIGKILL");
+  await stopped;
+  for (const [failMode, ratelimit] of Object.entries(limits)) {
+    const down = await ratelimit.limit("u");
+    assert.deepEqual([down.success, down.reason], [failMode === "open", "error"], failMode);
+    await assertPending(down);
+    await assert.rejects(ratelimit.getRemaining("u"), (error) => error instanceof Error && /HTTP 5\d\d/.test(error.message));
+  }
+
+  redisServer = startRedis();
+  await until("recovery", async () => (await limits.closed.limit("u")).reason === undefined);
+  assert.equal((await limits.open.limit("u")).success, true);
+});
