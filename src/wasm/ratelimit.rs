@@ -341,35 +341,20 @@ impl JsRatelimit {
     /// `Ratelimit.fixedWindow(tokens, window)`: `tokens` per window, counted in fixed windows.
     #[wasm_bindgen(js_name = fixedWindow)]
     pub fn fixed_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
-        super::install_panic_hook();
-        const CONTEXT: &str = "Ratelimit.fixedWindow";
-        let tokens = options::count(CONTEXT, "tokens", &tokens)?;
-        let window = options::duration(CONTEXT, "window", &window)?;
-        FixedWindow::new(tokens, window).map_err(|e| to_js_error(CONTEXT, &e))?;
-        limiter_object("fixedWindow", &[tokens, window.as_millis() as u64])
+        window_limiter("fixedWindow", &tokens, &window, FixedWindow::new)
     }
 
     /// `Ratelimit.cachedFixedWindow(tokens, window)`: a fixed window answered from local counts once
     /// known, the write to Redis left in `pending` (faster; a fleet may over-admit until writes land).
     #[wasm_bindgen(js_name = cachedFixedWindow)]
     pub fn cached_fixed_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
-        super::install_panic_hook();
-        const CONTEXT: &str = "Ratelimit.cachedFixedWindow";
-        let tokens = options::count(CONTEXT, "tokens", &tokens)?;
-        let window = options::duration(CONTEXT, "window", &window)?;
-        FixedWindow::new(tokens, window).map_err(|e| to_js_error(CONTEXT, &e))?;
-        limiter_object("cachedFixedWindow", &[tokens, window.as_millis() as u64])
+        window_limiter("cachedFixedWindow", &tokens, &window, FixedWindow::new)
     }
 
     /// `Ratelimit.slidingWindow(tokens, window)`: `tokens` per window, weighting the previous window.
     #[wasm_bindgen(js_name = slidingWindow)]
     pub fn sliding_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
-        super::install_panic_hook();
-        const CONTEXT: &str = "Ratelimit.slidingWindow";
-        let tokens = options::count(CONTEXT, "tokens", &tokens)?;
-        let window = options::duration(CONTEXT, "window", &window)?;
-        SlidingWindow::new(tokens, window).map_err(|e| to_js_error(CONTEXT, &e))?;
-        limiter_object("slidingWindow", &[tokens, window.as_millis() as u64])
+        window_limiter("slidingWindow", &tokens, &window, SlidingWindow::new)
     }
 
     /// `Ratelimit.tokenBucket(refillRate, interval, maxTokens)`.
@@ -412,6 +397,21 @@ impl JsRatelimit {
         Gcra::new(limit, period, burst).map_err(|e| to_js_error(CONTEXT, &e))?;
         limiter_object("gcra", &[limit, period.as_millis() as u64, burst])
     }
+}
+
+/// A window limiter object, `tokens` per `window`, checked by `check` (the algorithm's constructor).
+fn window_limiter<A>(
+    name: &str,
+    tokens: &JsValue,
+    window: &JsValue,
+    check: fn(u64, Duration) -> crate::Result<A>,
+) -> JsResult<JsValue> {
+    super::install_panic_hook();
+    let context = format!("Ratelimit.{name}");
+    let tokens = options::count(&context, "tokens", tokens)?;
+    let window = options::duration(&context, "window", window)?;
+    check(tokens, window).map_err(|e| to_js_error(&context, &e))?;
+    limiter_object(name, &[tokens, window.as_millis() as u64])
 }
 
 /// The identifier argument: a non-empty string.
