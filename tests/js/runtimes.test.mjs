@@ -68,10 +68,10 @@ async function check(result, { prefix }, runtime) {
   // Three admitted, the fourth denied by Redis, the fifth by the ephemeral cache without a request.
   assert.deepEqual(decisions(result.fixedWindow), [allow(2, 3), allow(1, 3), allow(0, 3), deny(3), deny(3, "cacheBlock")]);
   assert.deepEqual(result.getRemaining, { remaining: 0, limit: 3 });
-  for (const name of ["slidingWindow", "tokenBucket", "gcra"]) {
+  for (const name of ["slidingWindow", "tokenBucket", "gcra", "cachedFixedWindow"]) {
     assert.deepEqual(decisions(result[name]), [allow(1, 2), allow(0, 2), deny(2)], name);
   }
-  for (const name of ["fixedWindow", "slidingWindow", "tokenBucket", "gcra"]) {
+  for (const name of ["fixedWindow", "slidingWindow", "tokenBucket", "gcra", "cachedFixedWindow"]) {
     assert.ok(result[name].every((decision) => decision.pendingIsPromise), `${name}: pending is a Promise`);
   }
   const { reset } = result.fixedWindow[0];
@@ -86,15 +86,27 @@ async function check(result, { prefix }, runtime) {
     sliding: `${prefix}:sliding:user:${window}`,
     bucket: `${prefix}:bucket:user`,
     gcra: `${prefix}:gcra:user:gcra`,
+    cached: `${prefix}:cached:user:${window}`,
   };
   assert.deepEqual((await redis.keys(`${prefix}:*`)).sort(), Object.values(keys).sort());
   assert.equal(await redis.get(keys.fixed), 4, "four requests reached Redis, denied ones counted");
   assert.equal(await redis.get(keys.sliding), 2, "a denied request writes nothing");
   assert.equal(await redis.hget(keys.bucket, "tokens"), 0);
   assert.ok((await redis.get(keys.gcra)) > Date.now() * 1000, "the theoretical arrival time is ahead");
+  // The locally answered call's write lands through waitUntil, possibly after the response.
+  await eventually("the cachedFixedWindow write in pending", async () => (await redis.get(keys.cached)) === 2);
   for (const key of Object.values(keys)) {
     assert.ok((await redis.pttl(key)) > 0, `${key} expires`);
   }
+}
+
+/** Polls `check` every 50 ms until it holds, failing after 10 s. */
+async function eventually(what, check) {
+  for (let i = 0; i < 200; i++) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  assert.fail(`${what} did not happen within 10 s`);
 }
 
 /** Runs a command in tests/runtimes/ to completion (killed if the test is cancelled); its last line of output as JSON. */

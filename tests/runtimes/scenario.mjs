@@ -40,6 +40,8 @@ export async function scenario({ Ratelimit, Redis }, { url, token, prefix }, wai
     slidingWindow: make("sliding", Ratelimit.slidingWindow(2, "1 d")),
     tokenBucket: make("bucket", Ratelimit.tokenBucket(1, "1 h", 2)),
     gcra: make("gcra", Ratelimit.gcra(2, "1 h")),
+    // The second call is answered locally; its Redis write travels in `pending`, through waitUntil.
+    cachedFixedWindow: make("cached", Ratelimit.cachedFixedWindow(2, "1 d")),
   };
   const result = { runtime: runtimeName(), fixedWindow, getRemaining: { remaining, limit } };
   for (const [name, ratelimit] of Object.entries(others)) {
