@@ -66,8 +66,15 @@ impl SlidingWindow {
         if previous == 0 {
             return 0;
         }
-        let progress = (now_ms % self.window_ms) as f64 / self.window_ms as f64;
-        ((1.0 - progress) * previous as f64).floor() as u64
+        self.weighted_at(previous, now_ms % self.window_ms)
+    }
+
+    /// [`SlidingWindow::weighted_previous`] `offset` milliseconds into a window. The product is never
+    /// negative, so truncating is flooring, without a call to `floor` (baseline x86-64 has no
+    /// instruction for it).
+    fn weighted_at(&self, previous: u64, offset: u64) -> u64 {
+        let progress = offset as f64 / self.window_ms as f64;
+        ((1.0 - progress) * previous as f64) as u64
     }
 
     fn used(&self, state: Option<SlidingWindowState>, now: u64) -> u64 {
@@ -79,30 +86,41 @@ impl SlidingWindow {
     fn wait(&self, current: u64, previous: u64, now: u64, take: u64) -> Duration {
         let now_ms = now / 1_000;
         let end = (self.window_index(now) + 1) * self.window_ms;
-        let fits_at = self
-            .first_fit(now_ms, end, current, previous, take)
-            .or_else(|| self.first_fit(end, end + self.window_ms, 0, current, take))
-            .unwrap_or(end + self.window_ms);
+        let offset = now_ms - (end - self.window_ms);
+        let fits_at = match self.first_fit(offset, current, previous, take) {
+            Some(offset) => end - self.window_ms + offset,
+            None => match self.first_fit(0, 0, current, take) {
+                Some(offset) => end + offset,
+                None => end + self.window_ms,
+            },
+        };
         until(fits_at, now)
     }
 
-    /// The first millisecond in `[from, to)` at which `take` fits beside `current` and the decaying
-    /// `previous`; found by bisection, since the weighted part never grows within a window.
-    fn first_fit(&self, from: u64, to: u64, current: u64, previous: u64, take: u64) -> Option<u64> {
-        let fits = |at: u64| current + self.weighted_previous(previous, at) + take <= self.limit;
-        if !fits(to - 1) {
+    /// The first offset from `from` to the window's end at which `take` fits beside `current` and the
+    /// decaying `previous`. The weighted part never grows within a window, so "fits" is monotone:
+    /// start from the closed-form answer and step to the exact first millisecond under the same
+    /// floating-point rule as [`SlidingWindow::weighted_previous`] (a step or two, so a denial is O(1)).
+    fn first_fit(&self, from: u64, current: u64, previous: u64, take: u64) -> Option<u64> {
+        let need = self.limit.checked_sub(current + take)?;
+        if previous <= need {
+            return Some(from); // the weighted part is at most `previous`
+        }
+        let last = self.window_ms - 1;
+        let fits = |offset: u64| self.weighted_at(previous, offset) <= need;
+        if !fits(last) {
             return None;
         }
-        let (mut low, mut high) = (from, to - 1);
-        while low < high {
-            let middle = low + (high - low) / 2;
-            if fits(middle) {
-                high = middle;
-            } else {
-                low = middle + 1;
-            }
+        // floor((1 - r/w) · previous) <= need  ⟸  r >= w · (1 - (need + 1) / previous).
+        let guess = self.window_ms as f64 * (1.0 - (need + 1) as f64 / previous as f64);
+        let mut offset = (guess.max(0.0) as u64).clamp(from, last);
+        while offset > from && fits(offset - 1) {
+            offset -= 1;
         }
-        Some(low)
+        while !fits(offset) {
+            offset += 1;
+        }
+        Some(offset)
     }
 }
 
