@@ -1,13 +1,15 @@
 //! The local counts of `cachedFixedWindow`: this process's view of each key's fixed-window counter, so
 //! that a request can be answered at once and written to the backend afterwards.
 
+use crate::algorithm::FixedWindow;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-/// Per key, the window it was counted in, the count and the limit that applied; at most `max_entries`
-/// keys, and a key of a past window is dropped when next looked at.
+/// Per key, the window of `rule` it was counted in, the count and the limit that applied; at most
+/// `max_entries` keys, and a key of a past window is dropped when next looked at.
 #[derive(Debug)]
 pub(super) struct LocalCounts {
+    rule: FixedWindow,
     entries: Mutex<HashMap<String, Count>>,
     max_entries: usize,
 }
@@ -28,11 +30,22 @@ pub(super) struct Taken {
 }
 
 impl LocalCounts {
-    pub fn new(max_entries: usize) -> Self {
+    pub fn new(rule: FixedWindow, max_entries: usize) -> Self {
         Self {
+            rule,
             entries: Mutex::new(HashMap::new()),
             max_entries: max_entries.max(1),
         }
+    }
+
+    /// The window holding `now_micros`.
+    pub fn window(&self, now_micros: u64) -> u64 {
+        self.rule.window_index(now_micros)
+    }
+
+    /// When `window` ends, in milliseconds since the epoch.
+    pub fn window_end(&self, window: u64) -> u64 {
+        (window + 1) * self.rule.window_ms()
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Count>> {

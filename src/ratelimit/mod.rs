@@ -153,12 +153,12 @@ impl Ratelimit {
     /// a round trip per request but trades exactness across processes: each process admits against its
     /// own view, so a fleet may admit more than the limit until the writes land. Fixed window only.
     pub fn with_local_counts(mut self, max_entries: usize) -> Result<Self> {
-        if !matches!(self.algorithm, Algorithm::FixedWindow(_)) {
+        let Algorithm::FixedWindow(rule) = self.algorithm else {
             return Err(Error::Unsupported {
                 what: format!("local counts with the {} algorithm", self.algorithm.name()),
             });
-        }
-        self.local_counts = Some(Arc::new(LocalCounts::new(max_entries)));
+        };
+        self.local_counts = Some(Arc::new(LocalCounts::new(rule, max_entries)));
         Ok(self)
     }
 
@@ -259,7 +259,7 @@ impl Ratelimit {
         match self.acquire(&key, rate).await {
             Ok(decision) => {
                 if let Some(counts) = &self.local_counts {
-                    let window = self.window_index(now_micros);
+                    let window = counts.window(now_micros);
                     counts.record(&key, window, used(&decision), decision.limit);
                 } else if let (Some(cache), false, Some(retry_after)) =
                     (&self.cache, decision.allowed, decision.retry_after)
@@ -312,11 +312,11 @@ impl Ratelimit {
         let key = self.key(identifier)?;
         let now_micros = self.clock.now_micros();
         if let Some(counts) = &self.local_counts {
-            let window = self.window_index(now_micros);
+            let window = counts.window(now_micros);
             if let Some(count) = counts.peek(&key, window) {
                 return Ok(Remaining {
                     remaining: count.limit.saturating_sub(count.used) as f64,
-                    reset: self.window_end(window),
+                    reset: counts.window_end(window),
                     limit: count.limit,
                 });
             }
@@ -344,7 +344,7 @@ impl Ratelimit {
     /// Stores `limit` as the dynamic limit of this prefix (it must fit the algorithm as its capacity
     /// would), or removes it for `None`. Needs [`Ratelimit::with_dynamic_limits`].
     pub async fn set_dynamic_limit(&self, limit: Option<u64>) -> Result<()> {
-        let key = self.dynamic_limit_key()?;
+        let key = self.enabled_dynamic_limit_key()?;
         if let Some(limit) = limit {
             self.algorithm.with_capacity(limit)?;
         }
@@ -353,29 +353,33 @@ impl Ratelimit {
 
     /// The dynamic limit of this prefix, if one is set. Needs [`Ratelimit::with_dynamic_limits`].
     pub async fn dynamic_limit(&self) -> Result<Option<u64>> {
-        let key = self.dynamic_limit_key()?;
+        let key = self.enabled_dynamic_limit_key()?;
         self.backend.dynamic_limit(&key).await
     }
 
-    fn dynamic_limit_key(&self) -> Result<String> {
-        if !self.dynamic_limits {
-            return Err(Error::Unsupported {
-                what: "dynamic limits are not enabled for this limit".to_owned(),
-            });
-        }
-        Ok(format!("{}{DYNAMIC_LIMIT_SUFFIX}", self.prefix))
+    /// Where the dynamic limit is stored, when dynamic limits are enabled.
+    fn dynamic_limit_key(&self) -> Option<String> {
+        self.dynamic_limits
+            .then(|| format!("{}{DYNAMIC_LIMIT_SUFFIX}", self.prefix))
+    }
+
+    fn enabled_dynamic_limit_key(&self) -> Result<String> {
+        self.dynamic_limit_key().ok_or_else(|| Error::Unsupported {
+            what: "dynamic limits are not enabled for this limit".to_owned(),
+        })
     }
 
     /// The backend's decision, through the dynamic limit when enabled.
     async fn acquire(&self, key: &str, rate: f64) -> Result<Decision> {
-        if self.dynamic_limits {
-            let limit_key = self.dynamic_limit_key()?;
-            self.backend
-                .acquire_with_dynamic_limit(key, rate, self.algorithm, &limit_key)
-                .await
-        } else {
-            self.backend.acquire(key, rate, self.algorithm).await
-        }
+        let limit_key = self.dynamic_limit_key();
+        decide(
+            &*self.backend,
+            key,
+            rate,
+            self.algorithm,
+            limit_key.as_deref(),
+        )
+        .await
     }
 
     /// The answer from the local counts, when they know `key`'s current window; a request they admit
@@ -387,9 +391,9 @@ impl Ratelimit {
         now_micros: u64,
     ) -> Option<(Response, Option<Pending>)> {
         let counts = self.local_counts.as_ref()?;
-        let window = self.window_index(now_micros);
+        let window = counts.window(now_micros);
         let taken = counts.take(key, window, rate)?;
-        let reset = self.window_end(window);
+        let reset = counts.window_end(window);
         let response = Response {
             success: taken.allowed,
             limit: taken.limit,
@@ -408,41 +412,16 @@ impl Ratelimit {
         let backend = Arc::clone(&self.backend);
         let counts = Arc::clone(counts);
         let algorithm = self.algorithm;
-        let limit_key = self
-            .dynamic_limits
-            .then(|| self.dynamic_limit_key().ok())
-            .flatten();
+        let limit_key = self.dynamic_limit_key();
         let key = key.to_owned();
         let write: Pending = Box::pin(async move {
-            let written = match &limit_key {
-                Some(limit_key) => {
-                    backend
-                        .acquire_with_dynamic_limit(&key, rate, algorithm, limit_key)
-                        .await
-                }
-                None => backend.acquire(&key, rate, algorithm).await,
-            };
-            match written {
+            match decide(&*backend, &key, rate, algorithm, limit_key.as_deref()).await {
                 Ok(decision) => counts.record(&key, window, used(&decision), decision.limit),
                 // Ask the backend next time, which applies the fail mode if it still fails.
                 Err(_) => counts.remove(&key),
             }
         });
         Some((response, Some(write)))
-    }
-
-    fn window_index(&self, now_micros: u64) -> u64 {
-        match self.algorithm {
-            Algorithm::FixedWindow(window) => window.window_index(now_micros),
-            _ => 0,
-        }
-    }
-
-    fn window_end(&self, window: u64) -> u64 {
-        match self.algorithm {
-            Algorithm::FixedWindow(rule) => (window + 1) * rule.window_ms(),
-            _ => 0,
-        }
     }
 
     fn fail_mode_response(&self, error: &Error, now_ms: u64) -> Response {
@@ -481,6 +460,24 @@ impl Ratelimit {
             });
         }
         self.algorithm.acquire(None, now_micros, rate).map(drop)
+    }
+}
+
+/// `backend`'s decision on `key`, through the dynamic limit under `limit_key` if given.
+async fn decide(
+    backend: &dyn Backend,
+    key: &str,
+    rate: f64,
+    algorithm: Algorithm,
+    limit_key: Option<&str>,
+) -> Result<Decision> {
+    match limit_key {
+        Some(limit_key) => {
+            backend
+                .acquire_with_dynamic_limit(key, rate, algorithm, limit_key)
+                .await
+        }
+        None => backend.acquire(key, rate, algorithm).await,
     }
 }
 

@@ -124,6 +124,13 @@ pub fn count(context: &str, field: &str, value: &JsValue) -> JsResult<u64> {
     Ok(number as u64)
 }
 
+/// A number of milliseconds, not yet range-checked (the caller knows its range).
+pub fn milliseconds(context: &str, field: &str, value: &JsValue) -> JsResult<f64> {
+    value
+        .as_f64()
+        .ok_or_else(|| type_error(context, field, "a number of milliseconds", value))
+}
+
 /// A duration: a string such as `"10 s"` or a number of milliseconds.
 pub fn duration(context: &str, field: &str, value: &JsValue) -> JsResult<Duration> {
     let parsed = if let Some(text) = value.as_string() {

@@ -82,14 +82,7 @@ impl JsRatelimit {
         let timeout = if timeout.is_undefined() {
             Some(Duration::from_millis(DEFAULT_TIMEOUT_MS as u64))
         } else {
-            let Some(millis) = timeout.as_f64() else {
-                return Err(type_error(
-                    CONTEXT,
-                    "timeout",
-                    "a number of milliseconds",
-                    &timeout,
-                ));
-            };
+            let millis = options::milliseconds(CONTEXT, "timeout", &timeout)?;
             if millis.fract() != 0.0 || !(0.0..=MAX_TIMER_MS).contains(&millis) {
                 return Err(range_error(
                     CONTEXT,
@@ -220,14 +213,7 @@ impl JsRatelimit {
     pub fn block_until_ready(&self, identifier: JsValue, timeout: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.blockUntilReady";
         let checked = identifier_arg(CONTEXT, &identifier).and_then(|identifier| {
-            let Some(millis) = timeout.as_f64() else {
-                return Err(type_error(
-                    CONTEXT,
-                    "timeout",
-                    "a number of milliseconds",
-                    &timeout,
-                ));
-            };
+            let millis = options::milliseconds(CONTEXT, "timeout", &timeout)?;
             if !(millis > 0.0 && millis <= MAX_TIMER_MS) {
                 return Err(range_error(
                     CONTEXT,

@@ -8,7 +8,7 @@ use wasm_bindgen_futures::JsFuture;
 /// Resolves after `wait` (rounded up to whole milliseconds), through the global `setTimeout`.
 /// Without one (never seen in a supported runtime) it resolves at once.
 pub async fn sleep(wait: Duration) {
-    let millis = wait.as_micros().div_ceil(1_000) as f64;
+    let millis = (wait.as_micros() as u64).div_ceil(1_000) as f64;
     let promise = Promise::new(&mut |resolve, _reject| {
         let set_timeout = Reflect::get(&js_sys::global(), &"setTimeout".into())
             .ok()
