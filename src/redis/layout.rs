@@ -4,6 +4,7 @@
 //! Key names follow `@upstash/ratelimit` 2.x for the algorithms it has: `<key>:<window>` for the window
 //! counters, `<key>` for the token bucket hash. GCRA, which the peer lacks, uses `<key>:gcra`.
 
+use super::json::Value;
 use super::rest::malformed;
 use super::script::Script;
 use crate::algorithm::{
@@ -11,7 +12,6 @@ use crate::algorithm::{
     TokenBucket, TokenBucketState,
 };
 use crate::error::Result;
-use serde_json::Value;
 
 macro_rules! script {
     ($name:literal, $file:literal) => {

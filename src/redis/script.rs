@@ -1,9 +1,9 @@
 //! A Lua script with its SHA-1, run as EVALSHA first and EVAL only when Redis does not know it.
 
+use super::json::Value;
 use super::rest::{Command, RestClient};
 use crate::error::{Error, Result};
 use crate::transport::Transport;
-use serde_json::Value;
 
 /// A Lua script and its SHA-1.
 ///
