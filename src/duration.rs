@@ -66,7 +66,7 @@ pub fn parse_duration(input: &str) -> Result<Duration> {
 /// and at most [`MAX_DURATION_MS`].
 pub fn duration_from_millis(millis: f64) -> Result<Duration> {
     let invalid = |reason| Error::InvalidDuration {
-        input: millis.to_string(),
+        input: crate::number::format_f64(millis),
         reason,
     };
     if !millis.is_finite() {

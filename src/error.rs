@@ -24,7 +24,7 @@ pub enum Error {
         reason: &'static str,
     },
     /// A cost the algorithm cannot take (NaN, infinite, fractional for a window algorithm).
-    #[error("invalid cost {cost} for {algorithm}: {reason}")]
+    #[error("invalid cost {} for {algorithm}: {reason}", crate::number::format_f64(*.cost))]
     InvalidCost {
         /// The algorithm that refused it.
         algorithm: &'static str,
@@ -34,7 +34,10 @@ pub enum Error {
         reason: &'static str,
     },
     /// A cost larger than the limit's capacity: it can never be admitted.
-    #[error("cost {cost} exceeds the capacity {capacity}: it can never be admitted")]
+    #[error(
+        "cost {} exceeds the capacity {capacity}: it can never be admitted",
+        crate::number::format_f64(*.cost)
+    )]
     CostExceedsCapacity {
         /// The requested cost.
         cost: f64,

@@ -41,6 +41,7 @@ mod clock;
 mod decision;
 mod duration;
 mod error;
+mod number;
 pub mod ratelimit;
 pub mod redis;
 pub mod transport;

@@ -12,6 +12,7 @@ use crate::algorithm::{
     TokenBucket, TokenBucketState,
 };
 use crate::error::Result;
+use crate::number::{format_f64, parse_f64};
 
 macro_rules! script {
     ($name:literal, $file:literal) => {
@@ -84,7 +85,7 @@ fn window_call(
             number(from),
             number(window_ms),
             number(limit),
-            cost.to_string(),
+            format_f64(cost),
         ],
     }
 }
@@ -191,7 +192,7 @@ impl Layout for TokenBucket {
                 number(self.capacity()),
                 number(self.interval_ms()),
                 number(self.refill_rate()),
-                cost.to_string(),
+                format_f64(cost),
             ],
         }
     }
@@ -208,7 +209,7 @@ impl Layout for TokenBucket {
         let tokens = fields
             .get(1)
             .and_then(Value::as_str)
-            .and_then(|text| text.parse::<f64>().ok())
+            .and_then(parse_f64)
             .filter(|tokens| tokens.is_finite())
             .ok_or_else(|| {
                 malformed(&format!("token count is not a number: {:?}", fields.get(1)))
@@ -232,7 +233,7 @@ impl Layout for Gcra {
                 number(self.emission_interval()),
                 number(self.emission_interval() * self.capacity()),
                 number(self.capacity()),
-                cost.to_string(),
+                format_f64(cost),
             ],
         }
     }

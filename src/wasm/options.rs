@@ -86,7 +86,7 @@ fn js_number(number: f64) -> String {
         }
         .to_owned()
     } else {
-        number.to_string()
+        crate::number::format_f64(number)
     }
 }
 
