@@ -51,14 +51,19 @@ pub(crate) fn parse_f64(text: &str) -> Option<f64> {
 }
 
 #[cfg(target_arch = "wasm32")]
+pub(crate) use imp::js_string;
+
+#[cfg(target_arch = "wasm32")]
 mod imp {
     use wasm_bindgen::prelude::wasm_bindgen;
+    use wasm_bindgen::JsValue;
 
     #[wasm_bindgen]
     extern "C" {
-        /// ECMAScript's `Number::toString`: the shortest decimal that reads back as the same number.
+        /// `String(value)`; for a number, ECMAScript's `Number::toString`: the shortest decimal that
+        /// reads back as the same number.
         #[wasm_bindgen(js_name = String)]
-        fn js_string(value: f64) -> String;
+        pub(crate) fn js_string(value: &JsValue) -> String;
 
         /// ECMAScript's `parseFloat`: the nearest number to the decimal text.
         #[wasm_bindgen(js_name = parseFloat)]
@@ -66,7 +71,7 @@ mod imp {
     }
 
     pub(super) fn format(value: f64) -> String {
-        js_string(value)
+        js_string(&JsValue::from_f64(value))
     }
 
     /// `text` is already checked to be decimal text, all of which `parseFloat` reads.
