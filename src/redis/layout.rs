@@ -14,15 +14,10 @@ use crate::algorithm::{
 use crate::error::Result;
 use crate::number::{format_f64, parse_f64};
 
+/// The prelude and the script `src/algorithm/$file`, comment lines blanked, as build.rs writes them.
 macro_rules! script {
     ($name:literal, $file:literal) => {
-        Script::new(
-            $name,
-            concat!(
-                include_str!("../algorithm/prelude.lua"),
-                include_str!(concat!("../algorithm/", $file))
-            ),
-        )
+        Script::new($name, include_str!(concat!(env!("OUT_DIR"), "/", $file)))
     };
 }
 

@@ -181,6 +181,28 @@ mod tests {
     }
 
     #[test]
+    fn scripts_are_the_prelude_and_their_file_with_comment_lines_blanked() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/algorithm/");
+        let read = |file: &str| std::fs::read_to_string(dir.to_owned() + file).unwrap();
+        for script in crate::redis::SCRIPTS {
+            let file = script.name().replace(' ', "_") + ".lua";
+            let original = read("prelude.lua") + &read(&file);
+            let sent: Vec<&str> = script.source().lines().collect();
+            let lines: Vec<&str> = original.lines().collect();
+            // Line for line, so Lua's error messages name the lines of the files.
+            assert_eq!(sent.len(), lines.len(), "{file}");
+            for (sent, line) in sent.iter().zip(&lines) {
+                if line.trim_start().starts_with("--") {
+                    assert_eq!(*sent, "", "{file}: {line}");
+                } else {
+                    assert_eq!(sent, line, "{file}");
+                }
+            }
+            assert!(lines.iter().any(|line| line.starts_with("--")), "{file}");
+        }
+    }
+
+    #[test]
     fn a_const_script_knows_its_sha1() {
         static SCRIPT: Script = Script::new("test", "return 1");
         assert_eq!(SCRIPT.sha1(), "e0e1f9fabfc9d4800c877a703b823ac0578ff8db");
