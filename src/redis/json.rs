@@ -413,17 +413,18 @@ impl Parser<'_> {
             }
             Some(b'-' | b'0'..=b'9') => self.number(),
             _ => {
-                for (word, value) in [
-                    ("null", Value::Null),
-                    ("true", Value::Bool(true)),
-                    ("false", Value::Bool(false)),
-                ] {
-                    if self.text[self.at..].starts_with(word) {
-                        self.at += word.len();
-                        return Ok(value);
-                    }
-                }
-                Err(self.error("a JSON value"))
+                let rest = &self.text[self.at..];
+                let (len, value) = if rest.starts_with("null") {
+                    (4, Value::Null)
+                } else if rest.starts_with("true") {
+                    (4, Value::Bool(true))
+                } else if rest.starts_with("false") {
+                    (5, Value::Bool(false))
+                } else {
+                    return Err(self.error("a JSON value"));
+                };
+                self.at += len;
+                Ok(value)
             }
         }
     }
