@@ -22,6 +22,17 @@ for component in clippy rustfmt; do
   fi
 done
 
+# The dated nightly that builds the npm package (Cargo.toml, [package.metadata.pkg]), with the standard
+# library's source for -Z build-std and the wasm32 target.
+PKG_TOOLCHAIN="$(sed -n 's/^toolchain = "\(nightly-[0-9-]*\)"$/\1/p' Cargo.toml)"
+if ! rustup toolchain list | grep -q "^$PKG_TOOLCHAIN" \
+  || ! rustup component list --toolchain "$PKG_TOOLCHAIN" --installed | grep -q '^rust-src' \
+  || ! rustup target list --toolchain "$PKG_TOOLCHAIN" --installed | grep -qx wasm32-unknown-unknown; then
+  say "installing rust $PKG_TOOLCHAIN (rust-src, wasm32) for the npm package"
+  rustup toolchain install "$PKG_TOOLCHAIN" --profile minimal --no-self-update \
+    --component rust-src --target wasm32-unknown-unknown
+fi
+
 # wasm-bindgen-cli must equal the wasm-bindgen crate pin exactly. No --locked: its lock file pins an unserved crate.
 if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
   say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION"

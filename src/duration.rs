@@ -22,7 +22,7 @@ pub fn parse_duration(input: &str) -> Result<Duration> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .ok_or_else(|| invalid("missing unit (one of ms, s, m, h, d, w)"))?;
     let (number, unit) = text.split_at(number_end);
-    let unit_ms: u128 = match unit.trim_start() {
+    let unit_ms: u64 = match unit.trim_start() {
         "ms" => 1,
         "s" => 1_000,
         "m" => 60_000,
@@ -36,37 +36,42 @@ pub fn parse_duration(input: &str) -> Result<Duration> {
         }
     };
     let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-    if whole.is_empty() || (number.contains('.') && fraction.is_empty()) {
+    if whole.is_empty() || (number.contains('.') && fraction.is_empty()) || fraction.contains('.') {
         return Err(invalid(
             "expected a number followed by one of ms, s, m, h, d, w",
         ));
     }
-    // Exact decimal arithmetic: value = digits / 10^scale, in u128 so no input below the cap overflows.
-    let digits = format!("{whole}{fraction}");
-    let digits = digits.trim_start_matches('0');
-    if digits.len() > 30 || fraction.len() > 30 {
-        return Err(invalid("too large"));
+    // Exact integer arithmetic: whole · unit + fraction · unit / 10^digits. Every unit is
+    // 2^a · 3^b · 5^c · 7^d milliseconds with a ≤ 10 and c ≤ 5, so a fraction of more than 10 digits
+    // (trailing zeros aside) is never a whole number of milliseconds, and one of at most 10 times a
+    // unit stays below 10^10 · 604,800,000 < 2^63.
+    let fraction = fraction.trim_end_matches('0');
+    let not_whole = || invalid("not a whole number of milliseconds");
+    if fraction.len() > 10 {
+        return Err(not_whole());
     }
-    let numerator: u128 = if digits.is_empty() {
-        0
-    } else {
-        digits
-            .parse()
-            .map_err(|_| invalid("expected a number followed by one of ms, s, m, h, d, w"))?
+    let value = |digits: &str| {
+        digits.bytes().try_fold(0u64, |value, digit| {
+            value.checked_mul(10)?.checked_add(u64::from(digit - b'0'))
+        })
     };
-    let denominator = 10u128.pow(fraction.len() as u32);
-    let scaled = numerator * unit_ms;
-    if scaled % denominator != 0 {
-        return Err(invalid("not a whole number of milliseconds"));
+    let scale = 10u64.pow(fraction.len() as u32);
+    let fraction_ms = value(fraction).unwrap_or(0) * unit_ms;
+    if fraction_ms % scale != 0 {
+        return Err(not_whole());
     }
-    millis_in_range(scaled / denominator).map_err(invalid)
+    let millis = value(whole)
+        .and_then(|whole| whole.checked_mul(unit_ms))
+        .and_then(|whole_ms| whole_ms.checked_add(fraction_ms / scale))
+        .ok_or_else(|| invalid("too large"))?;
+    millis_in_range(millis).map_err(invalid)
 }
 
 /// Checks a number of milliseconds given as a float (as JavaScript passes them): finite, whole, positive
 /// and at most [`MAX_DURATION_MS`].
 pub fn duration_from_millis(millis: f64) -> Result<Duration> {
     let invalid = |reason| Error::InvalidDuration {
-        input: millis.to_string(),
+        input: crate::number::format_f64(millis),
         reason,
     };
     if !millis.is_finite() {
@@ -81,14 +86,14 @@ pub fn duration_from_millis(millis: f64) -> Result<Duration> {
     if millis > MAX_DURATION_MS as f64 {
         return Err(invalid("too large"));
     }
-    millis_in_range(millis as u128).map_err(invalid)
+    millis_in_range(millis as u64).map_err(invalid)
 }
 
-fn millis_in_range(millis: u128) -> Result<Duration, &'static str> {
+fn millis_in_range(millis: u64) -> Result<Duration, &'static str> {
     match millis {
         0 => Err("must be greater than zero"),
-        m if m > MAX_DURATION_MS as u128 => Err("too large"),
-        m => Ok(Duration::from_millis(m as u64)),
+        m if m > MAX_DURATION_MS => Err("too large"),
+        m => Ok(Duration::from_millis(m)),
     }
 }
 
@@ -111,6 +116,39 @@ mod tests {
         assert_eq!(ms("1 w"), 604_800_000);
         assert_eq!(ms(" 0.001 s "), 1);
         assert_eq!(ms("007 s"), 7_000);
+        assert_eq!(ms("1.50000000000000000000000000000000000 s"), 1_500);
+        assert_eq!(ms("0.0009765625 w"), 590_625);
+        assert_eq!(ms("0.03125 d"), 2_700_000);
+        assert_eq!(ms("9007199254740.991 s"), MAX_DURATION_MS as u128);
+    }
+
+    #[test]
+    fn fractions_are_exact() {
+        // 1/1024 week is 590,625 ms; one more digit of precision is not a whole number of ms.
+        assert!(parse_duration("0.00097656251 w").is_err());
+        assert!(parse_duration("0.0000000001 w").is_err());
+        assert!(parse_duration("0.00000000001 w").is_err());
+        assert!(parse_duration("0.3333333333 h").is_err());
+        assert_eq!(ms("0.1 s"), 100);
+        // Every decimal with up to 4 fraction digits against every unit, checked with u128.
+        for unit in ["ms", "s", "m", "h", "d", "w"] {
+            let unit_ms: u128 = match unit {
+                "ms" => 1,
+                "s" => 1_000,
+                "m" => 60_000,
+                "h" => 3_600_000,
+                "d" => 86_400_000,
+                _ => 604_800_000,
+            };
+            for tenths in 1..3_000u128 {
+                let input = format!("{}.{:04} {unit}", tenths / 10_000, tenths % 10_000);
+                let exact = tenths * unit_ms;
+                match parse_duration(&input) {
+                    Ok(duration) => assert_eq!(duration.as_millis() * 10_000, exact, "{input}"),
+                    Err(_) => assert!(exact % 10_000 != 0, "{input}"),
+                }
+            }
+        }
     }
 
     #[test]

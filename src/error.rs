@@ -4,7 +4,7 @@
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Error {
     /// A duration string or number that is not a positive whole number of milliseconds.
-    #[error("invalid duration {input:?}: {reason}")]
+    #[error("invalid duration {}: {reason}", quote(.input))]
     InvalidDuration {
         /// The input exactly as given.
         input: String,
@@ -24,7 +24,7 @@ pub enum Error {
         reason: &'static str,
     },
     /// A cost the algorithm cannot take (NaN, infinite, fractional for a window algorithm).
-    #[error("invalid cost {cost} for {algorithm}: {reason}")]
+    #[error("invalid cost {} for {algorithm}: {reason}", crate::number::format_f64(*.cost))]
     InvalidCost {
         /// The algorithm that refused it.
         algorithm: &'static str,
@@ -34,7 +34,10 @@ pub enum Error {
         reason: &'static str,
     },
     /// A cost larger than the limit's capacity: it can never be admitted.
-    #[error("cost {cost} exceeds the capacity {capacity}: it can never be admitted")]
+    #[error(
+        "cost {} exceeds the capacity {capacity}: it can never be admitted",
+        crate::number::format_f64(*.cost)
+    )]
     CostExceedsCapacity {
         /// The requested cost.
         cost: f64,
@@ -48,7 +51,10 @@ pub enum Error {
         message: String,
     },
     /// No reply within the configured timeout.
-    #[error("no reply within {} ms", after.as_millis())]
+    #[error(
+        "no reply within {} ms",
+        u64::try_from(after.as_millis()).unwrap_or(u64::MAX)
+    )]
     Timeout {
         /// The timeout that elapsed.
         after: std::time::Duration,
@@ -97,5 +103,85 @@ impl Error {
     }
 }
 
+/// `text` in double quotes, with quotes, backslashes and control characters escaped as Rust's `{:?}`
+/// does, but without its Unicode tables (some kilobytes of wasm): other characters stay as they are.
+pub(crate) fn quote(text: &str) -> String {
+    let mut quoted = String::with_capacity(text.len() + 2);
+    quoted.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => quoted.push_str("\\\""),
+            '\\' => quoted.push_str("\\\\"),
+            '\n' => quoted.push_str("\\n"),
+            '\r' => quoted.push_str("\\r"),
+            '\t' => quoted.push_str("\\t"),
+            '\0' => quoted.push_str("\\0"),
+            '\u{0}'..='\u{1f}' | '\u{7f}' => {
+                quoted.push_str("\\u{");
+                quoted.push_str(&format_hex(c as u8));
+                quoted.push('}');
+            }
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('"');
+    quoted
+}
+
+/// A byte in lowercase hex without leading zeros, as `{:x}` writes it.
+fn format_hex(byte: u8) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::new();
+    if byte >= 16 {
+        text.push(HEX[usize::from(byte >> 4)] as char);
+    }
+    text.push(HEX[usize::from(byte & 0xF)] as char);
+    text
+}
+
 /// `Result` with edgelimit's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quote_escapes_as_debug_does() {
+        let mut texts: Vec<String> = (0u8..0x80).map(|byte| (byte as char).to_string()).collect();
+        texts.extend(["", "10 s", "say \"hi\"\\n", "é€😀", "a\u{1b}[0m\u{7f}"].map(str::to_owned));
+        for text in texts {
+            assert_eq!(quote(&text), format!("{text:?}"));
+        }
+    }
+
+    #[test]
+    fn messages_name_and_quote_the_value() {
+        let error = Error::InvalidDuration {
+            input: "1 \"x\"".to_owned(),
+            reason: "no",
+        };
+        assert_eq!(error.to_string(), "invalid duration \"1 \\\"x\\\"\": no");
+        let timeout = Error::Timeout {
+            after: std::time::Duration::from_millis(1_500),
+        };
+        assert_eq!(timeout.to_string(), "no reply within 1500 ms");
+        let cost = Error::InvalidCost {
+            algorithm: "fixed window",
+            cost: 0.5,
+            reason: "must be whole",
+        };
+        assert_eq!(
+            cost.to_string(),
+            "invalid cost 0.5 for fixed window: must be whole"
+        );
+        let too_large = Error::CostExceedsCapacity {
+            cost: 11.0,
+            capacity: 10,
+        };
+        assert_eq!(
+            too_large.to_string(),
+            "cost 11 exceeds the capacity 10: it can never be admitted"
+        );
+    }
+}

@@ -30,9 +30,11 @@ fn hour_limits(capacity: u64) -> Vec<Algorithm> {
 }
 
 async fn command(servers: &Servers, command: &[&str]) -> edgelimit::Result<Value> {
-    RestClient::new(servers.gateway.transport())
+    let reply = RestClient::new(servers.gateway.transport())
         .command(command.iter().map(|s| s.to_string()).collect())
-        .await
+        .await?;
+    // The crate's own JSON value, written out and read back by serde_json to compare with `json!`.
+    Ok(serde_json::from_str(&reply.to_string()).expect("the crate writes valid JSON"))
 }
 
 async fn pttl(servers: &Servers, key: &str) -> i64 {

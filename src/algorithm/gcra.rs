@@ -39,16 +39,13 @@ impl Gcra {
         let limit = params::count(Self::NAME, "limit", limit)?;
         let period_ms = params::millis(Self::NAME, "period", period)?;
         let burst = params::count(Self::NAME, "burst", burst)?;
-        let period_us = params::product(
-            Self::NAME,
-            "period in microseconds",
-            period_ms as u128 * 1_000,
-        )?;
+        let period_us = params::product(Self::NAME, "period in microseconds", period_ms, 1_000)?;
         let emission_interval = period_us.div_ceil(limit);
         let tolerance = params::product(
             Self::NAME,
             "burst × period / limit in microseconds",
-            burst as u128 * emission_interval as u128,
+            burst,
+            emission_interval,
         )?;
         Ok(Self {
             limit,

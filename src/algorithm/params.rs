@@ -36,20 +36,81 @@ pub(crate) fn millis(algorithm: &'static str, name: &'static str, value: Duratio
     Err(Error::InvalidParameter {
         algorithm,
         name,
-        value: format!("{value:?}"),
+        value: duration_text(value),
         reason,
     })
 }
 
-/// Checks that a product of parameters stays exact in a JavaScript or Lua number.
-pub(crate) fn product(algorithm: &'static str, name: &'static str, value: u128) -> Result<u64> {
-    if value > MAX_COUNT as u128 {
-        return Err(Error::InvalidParameter {
+/// `value` as `{:?}` writes it (`1.5ms`, `2s`, `250µs`), without its formatting machinery.
+fn duration_text(value: Duration) -> String {
+    let (whole, fraction, digits, unit) = match (value.as_secs(), value.subsec_nanos()) {
+        (0, nanos @ 1_000_000..) => (u64::from(nanos / 1_000_000), nanos % 1_000_000, 6, "ms"),
+        (0, nanos @ 1_000..) => (u64::from(nanos / 1_000), nanos % 1_000, 3, "µs"),
+        (0, nanos) => (u64::from(nanos), 0, 0, "ns"),
+        (secs, nanos) => (secs, nanos, 9, "s"),
+    };
+    let mut text = whole.to_string();
+    if fraction > 0 {
+        // A leading 1 keeps the fraction's leading zeros; it is cut off again.
+        let padded = (10u32.pow(digits) + fraction).to_string();
+        text.push('.');
+        text.push_str(padded[1..].trim_end_matches('0'));
+    }
+    text + unit
+}
+
+/// Checks that the product of two parameters stays exact in a JavaScript or Lua number.
+pub(crate) fn product(algorithm: &'static str, name: &'static str, a: u64, b: u64) -> Result<u64> {
+    match a.checked_mul(b) {
+        Some(value) if value <= MAX_COUNT => Ok(value),
+        value => Err(Error::InvalidParameter {
             algorithm,
             name,
-            value: value.to_string(),
+            // The product if it fits in 64 bits, else the multiplication itself: exact either way.
+            value: value.map_or_else(|| a.to_string() + " × " + &b.to_string(), |v| v.to_string()),
             reason: "must be at most 2^53 - 1",
-        });
+        }),
     }
-    Ok(value as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_written_as_debug_writes_them() {
+        for nanos in [
+            0,
+            1,
+            999,
+            1_000,
+            1_500,
+            999_999,
+            1_000_000,
+            1_500_000,
+            1_000_001,
+            999_999_999,
+            1_000_000_000,
+            1_000_000_001,
+            90_000_000_000,
+            u64::MAX,
+        ] {
+            let value = Duration::from_nanos(nanos);
+            assert_eq!(duration_text(value), format!("{value:?}"));
+        }
+        let longest = Duration::new(u64::MAX, 999_999_999);
+        assert_eq!(duration_text(longest), format!("{longest:?}"));
+    }
+
+    #[test]
+    fn products_are_checked_and_quoted_exactly() {
+        assert_eq!(product("gcra", "p", 3, 5).unwrap(), 15);
+        assert_eq!(product("gcra", "p", MAX_COUNT, 1).unwrap(), MAX_COUNT);
+        let quoted = |a, b| match product("gcra", "p", a, b) {
+            Err(Error::InvalidParameter { value, .. }) => value,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(quoted(MAX_COUNT, 2), "18014398509481982");
+        assert_eq!(quoted(u64::MAX, 2), "18446744073709551615 × 2");
+    }
 }

@@ -1,5 +1,6 @@
 //! `RedisBackend`: every algorithm as one atomic Lua script, one HTTP request per decision.
 
+use super::json::Value;
 use super::layout::Layout;
 use super::rest::{malformed, RestClient};
 use crate::algorithm::{Algorithm, Policy};
@@ -8,7 +9,6 @@ use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::transport::Transport;
-use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 

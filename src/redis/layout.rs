@@ -4,6 +4,7 @@
 //! Key names follow `@upstash/ratelimit` 2.x for the algorithms it has: `<key>:<window>` for the window
 //! counters, `<key>` for the token bucket hash. GCRA, which the peer lacks, uses `<key>:gcra`.
 
+use super::json::Value;
 use super::rest::malformed;
 use super::script::Script;
 use crate::algorithm::{
@@ -11,17 +12,12 @@ use crate::algorithm::{
     TokenBucket, TokenBucketState,
 };
 use crate::error::Result;
-use serde_json::Value;
+use crate::number::{format_f64, parse_f64};
 
+/// The prelude and the script `src/algorithm/$file`, comment lines blanked, as build.rs writes them.
 macro_rules! script {
     ($name:literal, $file:literal) => {
-        Script::new(
-            $name,
-            concat!(
-                include_str!("../algorithm/prelude.lua"),
-                include_str!(concat!("../algorithm/", $file))
-            ),
-        )
+        Script::new($name, include_str!(concat!(env!("OUT_DIR"), "/", $file)))
     };
 }
 
@@ -84,7 +80,7 @@ fn window_call(
             number(from),
             number(window_ms),
             number(limit),
-            cost.to_string(),
+            format_f64(cost),
         ],
     }
 }
@@ -191,7 +187,7 @@ impl Layout for TokenBucket {
                 number(self.capacity()),
                 number(self.interval_ms()),
                 number(self.refill_rate()),
-                cost.to_string(),
+                format_f64(cost),
             ],
         }
     }
@@ -208,7 +204,7 @@ impl Layout for TokenBucket {
         let tokens = fields
             .get(1)
             .and_then(Value::as_str)
-            .and_then(|text| text.parse::<f64>().ok())
+            .and_then(parse_f64)
             .filter(|tokens| tokens.is_finite())
             .ok_or_else(|| {
                 malformed(&format!("token count is not a number: {:?}", fields.get(1)))
@@ -232,7 +228,7 @@ impl Layout for Gcra {
                 number(self.emission_interval()),
                 number(self.emission_interval() * self.capacity()),
                 number(self.capacity()),
-                cost.to_string(),
+                format_f64(cost),
             ],
         }
     }

@@ -1,11 +1,13 @@
 //! Redis over the Upstash REST protocol: the client, the scripts, and [`RedisBackend`].
 
 mod backend;
+pub mod json;
 mod layout;
 mod rest;
 mod script;
 
 pub use backend::RedisBackend;
+pub use json::Value;
 pub use layout::SCRIPTS;
 pub use rest::{Command, RestClient};
 pub use script::Script;

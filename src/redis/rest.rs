@@ -1,9 +1,9 @@
 //! The Upstash REST protocol over a [`Transport`]: commands out as JSON, replies and errors back typed.
 
+use super::json::{self, Value};
 use crate::error::{Error, Result};
 use crate::transport::{HttpReply, Transport};
 use futures_channel::oneshot;
-use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Mutex, PoisonError};
@@ -97,8 +97,7 @@ impl<T: Transport> RestClient<T> {
     /// Sends `commands` as one `/pipeline` request; one result per command, in order.
     pub async fn pipeline(&self, commands: Vec<Command>) -> Result<Vec<Result<Value>>> {
         let count = commands.len();
-        let body =
-            serde_json::to_string(&commands).map_err(|error| malformed(&error.to_string()))?;
+        let body = json::encode_commands(&commands);
         let reply = self.transport.post("/pipeline", body).await?;
         let items = decode_pipeline(reply)?;
         if items.len() != count {
@@ -113,10 +112,11 @@ impl<T: Transport> RestClient<T> {
 
 /// Turns a `/pipeline` reply into one result per command.
 fn decode_pipeline(reply: HttpReply) -> Result<Vec<Result<Value>>> {
-    let parsed: Option<Value> = serde_json::from_str(&reply.body).ok();
+    let parsed = json::parse(&reply.body);
     if !(200..300).contains(&reply.status) {
         let message = parsed
             .as_ref()
+            .ok()
             .and_then(|body| body.get("error"))
             .and_then(Value::as_str)
             .map_or_else(|| reply.body.chars().take(200).collect(), str::to_owned);
@@ -125,7 +125,7 @@ fn decode_pipeline(reply: HttpReply) -> Result<Vec<Result<Value>>> {
             message,
         });
     }
-    let Some(Value::Array(items)) = parsed else {
+    let Ok(Value::Array(items)) = parsed else {
         return Err(malformed(&format!(
             "expected a JSON array, got {:.200}",
             reply.body
@@ -134,19 +134,18 @@ fn decode_pipeline(reply: HttpReply) -> Result<Vec<Result<Value>>> {
     Ok(items.into_iter().map(decode_item).collect())
 }
 
-fn decode_item(item: Value) -> Result<Value> {
-    let Value::Object(mut fields) = item else {
+fn decode_item(mut item: Value) -> Result<Value> {
+    if !matches!(item, Value::Object(_)) {
         return Err(malformed("a pipeline item is not an object"));
-    };
-    if let Some(error) = fields.remove("error") {
+    }
+    if let Some(error) = item.take("error") {
         return Err(Error::Redis {
             message: error
                 .as_str()
                 .map_or_else(|| error.to_string(), str::to_owned),
         });
     }
-    fields
-        .remove("result")
+    item.take("result")
         .ok_or_else(|| malformed("a pipeline item has neither result nor error"))
 }
 

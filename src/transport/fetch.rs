@@ -184,7 +184,9 @@ impl Timer {
         let signal = controller.signal();
 
         let mut resolve_expired = None;
-        let expired = Promise::new(&mut |resolve, _reject| resolve_expired = Some(resolve));
+        // `new_typed`, the constructor wasm-bindgen-futures uses too: one import in the glue, not two.
+        let expired =
+            Promise::new_typed::<JsValue>(&mut |resolve, _reject| resolve_expired = Some(resolve));
         let resolve_expired = resolve_expired.ok_or_else(|| Error::Network {
             message: "the Promise constructor did not run its executor".to_owned(),
         })?;
@@ -197,7 +199,7 @@ impl Timer {
                     return;
                 }
                 controller.abort();
-                let _ = resolve_expired.call0(&JsValue::UNDEFINED);
+                let _ = resolve_expired.call1(&JsValue::UNDEFINED, &JsValue::UNDEFINED);
             })
         };
         let millis = after.as_millis().min(i32::MAX as u128) as f64;
@@ -268,7 +270,13 @@ fn describe(value: &JsValue) -> String {
         return text;
     }
     if !value.is_object() {
-        return format!("{value:?}");
+        // A primitive (`undefined`, a number, a symbol...) as `String(value)` writes it; not `{:?}`,
+        // whose JavaScript half is a page of glue.
+        return if value.is_function() {
+            "a function".to_owned()
+        } else {
+            crate::number::js_string(value)
+        };
     }
     let field = |of: &JsValue, key: &str| {
         Reflect::get(of, &key.into())

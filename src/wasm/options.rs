@@ -41,7 +41,7 @@ pub fn to_js_error(context: &str, error: &Error) -> JsValue {
 /// A short, quoting description of any JavaScript value, for error messages.
 pub fn describe(value: &JsValue) -> String {
     if let Some(text) = value.as_string() {
-        let quoted = format!("{text:?}");
+        let quoted = crate::error::quote(&text);
         if quoted.chars().count() > 80 {
             // By characters: cutting bytes could split one, and `truncate` would panic.
             return quoted.chars().take(77).chain("...".chars()).collect();
@@ -87,7 +87,7 @@ fn js_number(number: f64) -> String {
         }
         .to_owned()
     } else {
-        number.to_string()
+        crate::number::format_f64(number)
     }
 }
 
