@@ -16,9 +16,6 @@ use wasm_bindgen::{JsCast, JsValue};
 
 /// Reports a Rust panic on `console.error` once per panic, instead of an opaque `unreachable` trap.
 fn install_panic_hook() {
-    if cfg!(panic = "immediate-abort") {
-        return; // The npm package's build (scripts/build_pkg.sh): a panic traps at once, no hook runs.
-    }
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         std::panic::set_hook(Box::new(|info| {
