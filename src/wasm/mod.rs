@@ -4,35 +4,29 @@
 //! they check every option (a bad one is a thrown `TypeError` or `RangeError` that names the field and
 //! quotes the value), build the crate's own types, and turn answers into plain JavaScript objects.
 
+mod errors;
+mod limiter;
 mod options;
+mod promise;
 mod ratelimit;
 mod redis;
 mod shared_cache;
 mod sleep;
 
-use js_sys::{Function, Reflect};
-use std::sync::Once;
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::prelude::*;
 
-/// Reports a Rust panic on `console.error` once per panic, instead of an opaque `unreachable` trap.
-fn install_panic_hook() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        std::panic::set_hook(Box::new(|info| {
-            console_error(&format!("edgelimit panicked (please report this): {info}"));
-        }));
-    });
+#[wasm_bindgen]
+extern "C" {
+    /// `console.error(message)`; throws where there is no console.
+    #[wasm_bindgen(catch, js_namespace = console, js_name = error)]
+    fn console_error(message: &str) -> Result<(), JsValue>;
 }
 
-/// `console.error(message)`, if the runtime has one.
-fn console_error(message: &str) {
-    let console = Reflect::get(&js_sys::global(), &"console".into()).unwrap_or(JsValue::UNDEFINED);
-    if !console.is_object() {
-        return;
-    }
-    if let Ok(error) = Reflect::get(&console, &"error".into()) {
-        if let Some(error) = error.dyn_ref::<Function>() {
-            let _ = error.call1(&console, &message.into());
-        }
-    }
+/// Runs once, when the module is instantiated: a Rust panic is reported on `console.error` instead of
+/// as an opaque `unreachable` trap.
+#[wasm_bindgen(start)]
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let _ = console_error(&format!("edgelimit panicked (please report this): {info}"));
+    }));
 }

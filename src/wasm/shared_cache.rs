@@ -1,7 +1,6 @@
 //! `ephemeralCache: map`: every limit given the same JavaScript `Map` shares one ephemeral cache, as
 //! with `@upstash/ratelimit`, while the entries stay in Rust where they are bounded.
 
-use super::options::JsResult;
 use crate::ratelimit::{EphemeralCache, DEFAULT_CACHE_SIZE};
 use js_sys::WeakMap;
 use std::cell::RefCell;
@@ -16,13 +15,13 @@ thread_local! {
 }
 
 /// The cache shared by every limit given `map`.
-pub fn shared_cache(map: &JsValue) -> JsResult<Arc<EphemeralCache>> {
+pub fn shared_cache(map: &JsValue) -> Arc<EphemeralCache> {
     let map: &js_sys::Object = map.unchecked_ref();
     let slot = INDEX.with(|index| index.get(map).as_f64());
     CACHES.with(|caches| {
         let mut caches = caches.borrow_mut();
         if let Some(cache) = slot.and_then(|slot| caches.get(slot as usize)?.upgrade()) {
-            return Ok(cache);
+            return cache;
         }
         let cache = Arc::new(EphemeralCache::new(DEFAULT_CACHE_SIZE));
         let slot = match caches.iter().position(|cache| cache.strong_count() == 0) {
@@ -36,6 +35,6 @@ pub fn shared_cache(map: &JsValue) -> JsResult<Arc<EphemeralCache>> {
             }
         };
         INDEX.with(|index| index.set(map, &JsValue::from(slot as u32)));
-        Ok(cache)
+        cache
     })
 }

@@ -1,0 +1,71 @@
+//! The errors bad input throws: a `TypeError` or `RangeError` that names the field and quotes the
+//! value, and the crate's own errors as JavaScript ones.
+
+use crate::error::Error;
+use wasm_bindgen::JsValue;
+
+/// A `TypeError`: `"<context>: `<field>` <text>, got <value>"`, `text` saying what it must be.
+pub fn type_error(context: &str, field: &str, text: &str, value: &JsValue) -> JsValue {
+    bad_input(false, context, field, text, value)
+}
+
+/// A `RangeError`: `"<context>: `<field>` <text>, got <value>"`, `text` saying what is wrong.
+pub fn range_error(context: &str, field: &str, text: &str, value: &JsValue) -> JsValue {
+    bad_input(true, context, field, text, value)
+}
+
+#[inline(never)]
+fn bad_input(range: bool, context: &str, field: &str, text: &str, value: &JsValue) -> JsValue {
+    let message = [
+        context,
+        ": `",
+        field,
+        "` ",
+        text,
+        ", got ",
+        &describe(value),
+    ]
+    .concat();
+    if range {
+        js_sys::RangeError::new(&message).into()
+    } else {
+        js_sys::TypeError::new(&message).into()
+    }
+}
+
+/// The crate's error as a JavaScript one: bad input is a `RangeError`; an unsupported operation (say,
+/// dynamic limits not enabled) and everything else an `Error`.
+pub fn to_js_error(context: &str, error: &Error) -> JsValue {
+    let message = format!("{context}: {error}");
+    if error.is_invalid_input() && !matches!(error, Error::Unsupported { .. }) {
+        js_sys::RangeError::new(&message).into()
+    } else {
+        js_sys::Error::new(&message).into()
+    }
+}
+
+/// A short, quoting description of any JavaScript value: a string quoted (cut at 80 characters), an
+/// object, array or function by its kind, anything else as `String(value)` writes it (`10`, `NaN`,
+/// `undefined`, `Symbol(x)`).
+pub fn describe(value: &JsValue) -> String {
+    if let Some(text) = value.as_string() {
+        let quoted = crate::error::quote(&text);
+        if quoted.chars().count() > 80 {
+            // By characters: cutting bytes could split one, and `truncate` would panic.
+            return quoted.chars().take(77).chain("...".chars()).collect();
+        }
+        return quoted;
+    }
+    let kind = if value.is_function() {
+        "a function"
+    } else if js_sys::Array::is_array(value) {
+        "an array"
+    } else if value.is_object() {
+        "an object"
+    } else if value.is_bigint() {
+        "a bigint"
+    } else {
+        return crate::number::js_string(value);
+    };
+    kind.to_owned()
+}

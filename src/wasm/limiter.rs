@@ -1,0 +1,161 @@
+//! Limiter objects: `Ratelimit.fixedWindow(...)` and the other factories check an algorithm and describe
+//! it in a frozen, tagged object, which `new Ratelimit` reads back and checks again (it may have been
+//! built by hand).
+
+use super::errors::{to_js_error, type_error};
+use super::options::{self, get, JsResult};
+use super::ratelimit::JsRatelimit;
+use crate::algorithm::{Algorithm, FixedWindow, Gcra, SlidingWindow, TokenBucket};
+use js_sys::{Array, Object, Reflect};
+use wasm_bindgen::prelude::*;
+
+/// The tag on limiter objects, so that a stray object is not taken for one.
+const TAG: &str = "edgelimit.limiter";
+
+/// The algorithms, by the names of their factories.
+const NAMES: [&str; 5] = [
+    "fixedWindow",
+    "cachedFixedWindow",
+    "slidingWindow",
+    "tokenBucket",
+    "gcra",
+];
+
+#[wasm_bindgen(js_class = Ratelimit)]
+impl JsRatelimit {
+    /// `Ratelimit.fixedWindow(tokens, window)`: `tokens` per window, counted in fixed windows.
+    #[wasm_bindgen(js_name = fixedWindow)]
+    pub fn fixed_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
+        make(
+            "Ratelimit.fixedWindow",
+            WINDOW_FIELDS,
+            [tokens, window, JsValue::UNDEFINED],
+        )
+    }
+
+    /// `Ratelimit.cachedFixedWindow(tokens, window)`: a fixed window answered from local counts once
+    /// known, the write to Redis left in `pending`.
+    #[wasm_bindgen(js_name = cachedFixedWindow)]
+    pub fn cached_fixed_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
+        make(
+            "Ratelimit.cachedFixedWindow",
+            WINDOW_FIELDS,
+            [tokens, window, JsValue::UNDEFINED],
+        )
+    }
+
+    /// `Ratelimit.slidingWindow(tokens, window)`: `tokens` per window, weighting the previous window.
+    #[wasm_bindgen(js_name = slidingWindow)]
+    pub fn sliding_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
+        make(
+            "Ratelimit.slidingWindow",
+            WINDOW_FIELDS,
+            [tokens, window, JsValue::UNDEFINED],
+        )
+    }
+
+    /// `Ratelimit.tokenBucket(refillRate, interval, maxTokens)`.
+    #[wasm_bindgen(js_name = tokenBucket)]
+    pub fn token_bucket(
+        refill_rate: JsValue,
+        interval: JsValue,
+        max_tokens: JsValue,
+    ) -> JsResult<JsValue> {
+        make(
+            "Ratelimit.tokenBucket",
+            ["refillRate", "interval", "maxTokens"],
+            [refill_rate, interval, max_tokens],
+        )
+    }
+
+    /// `Ratelimit.gcra(limit, period, { burst }?)`: `limit` per period, bursts of `burst` (default
+    /// `limit`).
+    pub fn gcra(limit: JsValue, period: JsValue, options: JsValue) -> JsResult<JsValue> {
+        const CONTEXT: &str = "Ratelimit.gcra";
+        // In the order of the arguments: `limit` and `period` before `options`.
+        options::count(CONTEXT, "limit", &limit)?;
+        options::duration(CONTEXT, "period", &period)?;
+        let burst = options::field(CONTEXT, "options", &options, true, "burst")?;
+        let burst = if burst.is_undefined() {
+            limit.clone()
+        } else {
+            burst
+        };
+        make(
+            CONTEXT,
+            ["limit", "period", "burst"],
+            [limit, period, burst],
+        )
+    }
+}
+
+/// The arguments of the window factories.
+const WINDOW_FIELDS: [&str; 3] = ["tokens", "window", ""];
+
+/// The limiter object of the factory `context` (`Ratelimit.<name>`), from its arguments.
+fn make(context: &str, fields: [&str; 3], values: [JsValue; 3]) -> JsResult<JsValue> {
+    let name = context.strip_prefix("Ratelimit.").unwrap_or(context);
+    let (_, params) = algorithm(context, name, fields, &values)?;
+    let object = Object::new();
+    let _ = Reflect::set(&object, &TAG.into(), &JsValue::TRUE);
+    let _ = Reflect::set(&object, &"algorithm".into(), &name.into());
+    let array = Array::new();
+    for param in params.into_iter().flatten() {
+        array.push(&(param as f64).into());
+    }
+    let _ = Reflect::set(&object, &"params".into(), &Object::freeze(&array));
+    Ok(Object::freeze(&object).into())
+}
+
+/// The algorithm `name` (one of [`NAMES`]) with a count, a duration and, for the bucket algorithms,
+/// another count, read from `values` (named `fields`), and checked; with its parameters (the duration
+/// in milliseconds).
+fn algorithm(
+    context: &str,
+    name: &str,
+    fields: [&str; 3],
+    values: &[JsValue; 3],
+) -> JsResult<(Algorithm, [Option<u64>; 3])> {
+    let first = options::count(context, fields[0], &values[0])?;
+    let period = options::duration(context, fields[1], &values[1])?;
+    let third = match name {
+        "tokenBucket" | "gcra" => Some(options::count(context, fields[2], &values[2])?),
+        _ => None,
+    };
+    let last = third.unwrap_or_default();
+    let checked = match name {
+        "slidingWindow" => SlidingWindow::new(first, period).map(Algorithm::from),
+        "tokenBucket" => TokenBucket::new(first, period, last).map(Algorithm::from),
+        "gcra" => Gcra::new(first, period, last).map(Algorithm::from),
+        _ => FixedWindow::new(first, period).map(Algorithm::from),
+    };
+    let algorithm = checked.map_err(|error| to_js_error(context, &error))?;
+    Ok((
+        algorithm,
+        [Some(first), Some(period.as_millis() as u64), third],
+    ))
+}
+
+/// The algorithm a limiter object describes, and whether it answers from local counts
+/// (`cachedFixedWindow`).
+pub fn read(context: &str, limiter: &JsValue) -> JsResult<(Algorithm, bool)> {
+    let tagged = limiter.is_object() && get(limiter, TAG)?.as_bool() == Some(true);
+    let name = if tagged {
+        get(limiter, "algorithm")?.as_string()
+    } else {
+        None
+    };
+    let Some(name) = name.filter(|name| NAMES.contains(&name.as_str())) else {
+        return Err(type_error(
+            context,
+            "limiter",
+            "must be a limiter such as Ratelimit.slidingWindow(10, \"10 s\")",
+            limiter,
+        ));
+    };
+    let params = get(limiter, "params")?;
+    let param = |index| Reflect::get_u32(&params, index).unwrap_or_default();
+    let values = [param(0), param(1), param(2)];
+    let (algorithm, _) = algorithm(context, &name, ["limiter"; 3], &values)?;
+    Ok((algorithm, name == "cachedFixedWindow"))
+}
