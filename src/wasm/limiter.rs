@@ -23,8 +23,8 @@ const NAMES: [&str; 5] = [
 
 #[wasm_bindgen(js_class = Ratelimit)]
 impl JsRatelimit {
-    /// `Ratelimit.fixedWindow(tokens, window)`: `tokens` per window, counted in fixed windows.
-    #[wasm_bindgen(js_name = fixedWindow)]
+    #[cfg_attr(doc, doc = "`tokens` per `window`, in fixed windows.")]
+    #[wasm_bindgen(js_name = fixedWindow, skip_jsdoc)]
     pub fn fixed_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
         make(
             "Ratelimit.fixedWindow",
@@ -33,9 +33,8 @@ impl JsRatelimit {
         )
     }
 
-    /// `Ratelimit.cachedFixedWindow(tokens, window)`: a fixed window answered from local counts once
-    /// known, the write to Redis left in `pending`.
-    #[wasm_bindgen(js_name = cachedFixedWindow)]
+    #[cfg_attr(doc, doc = "A fixed window answered from local counts.")]
+    #[wasm_bindgen(js_name = cachedFixedWindow, skip_jsdoc)]
     pub fn cached_fixed_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
         make(
             "Ratelimit.cachedFixedWindow",
@@ -44,8 +43,8 @@ impl JsRatelimit {
         )
     }
 
-    /// `Ratelimit.slidingWindow(tokens, window)`: `tokens` per window, weighting the previous window.
-    #[wasm_bindgen(js_name = slidingWindow)]
+    #[cfg_attr(doc, doc = "`tokens` per `window`, weighting the previous window.")]
+    #[wasm_bindgen(js_name = slidingWindow, skip_jsdoc)]
     pub fn sliding_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
         make(
             "Ratelimit.slidingWindow",
@@ -54,8 +53,11 @@ impl JsRatelimit {
         )
     }
 
-    /// `Ratelimit.tokenBucket(refillRate, interval, maxTokens)`.
-    #[wasm_bindgen(js_name = tokenBucket)]
+    #[cfg_attr(
+        doc,
+        doc = "A bucket of `maxTokens`, refilled by `refillRate` every `interval`."
+    )]
+    #[wasm_bindgen(js_name = tokenBucket, skip_jsdoc)]
     pub fn token_bucket(
         refill_rate: JsValue,
         interval: JsValue,
@@ -68,9 +70,13 @@ impl JsRatelimit {
         )
     }
 
-    /// `Ratelimit.gcra(limit, period, { burst }?)`: `limit` per period, bursts of `burst` (default
-    /// `limit`).
+    #[cfg_attr(
+        doc,
+        doc = "GCRA: `limit` per `period`, bursts of `burst` (default `limit`)."
+    )]
+    #[wasm_bindgen(skip_jsdoc)]
     pub fn gcra(limit: JsValue, period: JsValue, options: JsValue) -> JsResult<JsValue> {
+        super::install_panic_hook();
         const CONTEXT: &str = "Ratelimit.gcra";
         // In the order of the arguments: `limit` and `period` before `options`.
         options::count(CONTEXT, "limit", &limit)?;
@@ -94,6 +100,7 @@ const WINDOW_FIELDS: [&str; 3] = ["tokens", "window", ""];
 
 /// The limiter object of the factory `context` (`Ratelimit.<name>`), from its arguments.
 fn make(context: &str, fields: [&str; 3], values: [JsValue; 3]) -> JsResult<JsValue> {
+    super::install_panic_hook();
     let name = context.strip_prefix("Ratelimit.").unwrap_or(context);
     let (_, params) = algorithm(context, name, fields, &values)?;
     let object = Object::new();

@@ -22,8 +22,10 @@ const DEFAULT_TIMEOUT_MS: u64 = 5_000;
 /// The most `blockUntilReady` waits and `timeout` allows: `setTimeout`'s limit, 2^31 - 1 ms.
 const MAX_TIMER_MS: f64 = i32::MAX as f64;
 
-/// A rate limit: `new Ratelimit({ redis?, limiter, prefix?, ephemeralCache?, timeout?, failMode?,
-/// dynamicLimits? })`.
+#[cfg_attr(
+    doc,
+    doc = "A rate limit: `new Ratelimit({ limiter, redis?, prefix?, ... })`."
+)]
 #[wasm_bindgen(js_name = Ratelimit)]
 pub struct JsRatelimit {
     inner: Rc<Ratelimit>,
@@ -31,9 +33,10 @@ pub struct JsRatelimit {
 
 #[wasm_bindgen(js_class = Ratelimit)]
 impl JsRatelimit {
-    /// Checks every option and builds the limiter; a bad option throws.
-    #[wasm_bindgen(constructor)]
+    #[cfg_attr(doc, doc = "Checks every option; a bad one throws.")]
+    #[wasm_bindgen(constructor, skip_jsdoc)]
     pub fn new(config: JsValue) -> JsResult<JsRatelimit> {
+        super::install_panic_hook();
         const CONTEXT: &str = "new Ratelimit";
         let limiter = options::field(CONTEXT, "config", &config, false, "limiter")?;
         let (algorithm, cached) = limiter::read(CONTEXT, &limiter)?;
@@ -155,8 +158,11 @@ impl JsRatelimit {
         })
     }
 
-    /// `limit(identifier, { rate }?)`: a Promise of `{ success, limit, remaining, reset, pending, reason? }`.
-    /// Bad input rejects the Promise with a `TypeError` or `RangeError`.
+    #[cfg_attr(
+        doc,
+        doc = "Takes `rate` (default 1) from `identifier`'s limit; bad input rejects."
+    )]
+    #[wasm_bindgen(skip_jsdoc)]
     pub fn limit(&self, identifier: JsValue, options: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.limit";
         let checked = identifier_arg(CONTEXT, &identifier).and_then(|identifier| {
@@ -194,9 +200,8 @@ impl JsRatelimit {
         }))
     }
 
-    /// `blockUntilReady(identifier, timeout)`: calls `limit` until admitted or `timeout` ms have passed,
-    /// waiting exactly as long as the limit says; answers the denial at once if waiting cannot help.
-    #[wasm_bindgen(js_name = blockUntilReady)]
+    #[cfg_attr(doc, doc = "Calls `limit` until admitted or `timeout` ms have passed.")]
+    #[wasm_bindgen(js_name = blockUntilReady, skip_jsdoc)]
     pub fn block_until_ready(&self, identifier: JsValue, timeout: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.blockUntilReady";
         let checked = identifier_arg(CONTEXT, &identifier).and_then(|identifier| {
@@ -230,9 +235,11 @@ impl JsRatelimit {
         }))
     }
 
-    /// `setDynamicLimit({ limit })`: stores `limit` (a whole number) as the limit of every identifier
-    /// under this prefix, or removes it for `limit: false`. Needs `dynamicLimits: true`.
-    #[wasm_bindgen(js_name = setDynamicLimit)]
+    #[cfg_attr(
+        doc,
+        doc = "Stores the limit of the whole prefix (removes it for `false`)."
+    )]
+    #[wasm_bindgen(js_name = setDynamicLimit, skip_jsdoc)]
     pub fn set_dynamic_limit(&self, options: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.setDynamicLimit";
         let checked =
@@ -260,8 +267,11 @@ impl JsRatelimit {
         }))
     }
 
-    /// `getDynamicLimit()`: a Promise of `{ dynamicLimit }`, the stored limit or `null`.
-    #[wasm_bindgen(js_name = getDynamicLimit)]
+    #[cfg_attr(
+        doc,
+        doc = "A Promise of `{ dynamicLimit }`, the stored limit or `null`."
+    )]
+    #[wasm_bindgen(js_name = getDynamicLimit, skip_jsdoc)]
     pub fn get_dynamic_limit(&self) -> Promise {
         let inner = Rc::clone(&self.inner);
         promise(Box::pin(async move {
@@ -274,8 +284,11 @@ impl JsRatelimit {
         }))
     }
 
-    /// `getRemaining(identifier)`: a Promise of `{ remaining, reset, limit }`.
-    #[wasm_bindgen(js_name = getRemaining)]
+    #[cfg_attr(
+        doc,
+        doc = "A Promise of `{ remaining, reset, limit }`, taking nothing."
+    )]
+    #[wasm_bindgen(js_name = getRemaining, skip_jsdoc)]
     pub fn get_remaining(&self, identifier: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.getRemaining";
         let checked = identifier_arg(CONTEXT, &identifier);
@@ -293,8 +306,8 @@ impl JsRatelimit {
         }))
     }
 
-    /// `resetUsedTokens(identifier)`: a Promise that settles once the identifier's state is gone.
-    #[wasm_bindgen(js_name = resetUsedTokens)]
+    #[cfg_attr(doc, doc = "Forgets what `identifier` used.")]
+    #[wasm_bindgen(js_name = resetUsedTokens, skip_jsdoc)]
     pub fn reset_used_tokens(&self, identifier: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.resetUsedTokens";
         let checked = identifier_arg(CONTEXT, &identifier);

@@ -5,7 +5,10 @@ use super::options::{self, get, JsResult};
 use js_sys::{Function, Reflect};
 use wasm_bindgen::prelude::*;
 
-/// The connection settings of an Upstash-compatible REST server: `new Redis({ url, token, fetch? })`.
+#[cfg_attr(
+    doc,
+    doc = "Where an Upstash-compatible REST server is, and how to reach it."
+)]
 #[wasm_bindgen(js_name = Redis)]
 pub struct JsRedis {
     url: JsValue,
@@ -68,36 +71,37 @@ impl From<RedisConfig> for JsRedis {
 
 #[wasm_bindgen(js_class = Redis)]
 impl JsRedis {
-    /// `new Redis({ url, token, fetch? })`.
-    #[wasm_bindgen(constructor)]
+    #[cfg_attr(doc, doc = "Checks the settings; a bad one throws.")]
+    #[wasm_bindgen(constructor, skip_jsdoc)]
     pub fn new(config: JsValue) -> JsResult<JsRedis> {
+        super::install_panic_hook();
         RedisConfig::read("new Redis", "config", &config).map(Self::from)
     }
 
-    /// `Redis.fromEnv(env?)`: `UPSTASH_REDIS_REST_URL` and `_TOKEN` from `env`, else `process.env`,
-    /// else `Deno.env`.
-    #[wasm_bindgen(js_name = fromEnv)]
+    #[cfg_attr(doc, doc = "The server named by `env`, `process.env` or `Deno.env`.")]
+    #[wasm_bindgen(js_name = fromEnv, skip_jsdoc)]
     pub fn from_env(env: JsValue) -> JsResult<JsRedis> {
+        super::install_panic_hook();
         const CONTEXT: &str = "Redis.fromEnv";
         let url = variable(CONTEXT, &env, "UPSTASH_REDIS_REST_URL")?;
         let token = variable(CONTEXT, &env, "UPSTASH_REDIS_REST_TOKEN")?;
         RedisConfig::check(CONTEXT, &url, &token, &JsValue::UNDEFINED).map(Self::from)
     }
 
-    /// The server's URL.
-    #[wasm_bindgen(getter)]
+    #[cfg_attr(doc, doc = "The server's URL.")]
+    #[wasm_bindgen(getter, skip_jsdoc)]
     pub fn url(&self) -> JsValue {
         self.url.clone()
     }
 
-    /// The bearer token.
-    #[wasm_bindgen(getter)]
+    #[cfg_attr(doc, doc = "The bearer token.")]
+    #[wasm_bindgen(getter, skip_jsdoc)]
     pub fn token(&self) -> JsValue {
         self.token.clone()
     }
 
-    /// The custom `fetch`, if any.
-    #[wasm_bindgen(getter)]
+    #[cfg_attr(doc, doc = "The custom `fetch`, if any.")]
+    #[wasm_bindgen(getter, skip_jsdoc)]
     pub fn fetch(&self) -> JsValue {
         self.fetch.clone()
     }
