@@ -49,10 +49,13 @@ pub fn to_js_error(context: &str, error: &Error) -> JsValue {
 /// `undefined`, `Symbol(x)`).
 pub fn describe(value: &JsValue) -> String {
     if let Some(text) = value.as_string() {
-        let quoted = crate::error::quote(&text);
-        if quoted.chars().count() > 80 {
-            // By characters: cutting bytes could split one, and `truncate` would panic.
-            return quoted.chars().take(77).chain("...".chars()).collect();
+        let mut quoted = crate::error::quote(&text);
+        // Over 80 characters, cut at the 77th (a character's start, where `truncate` never panics).
+        if quoted.char_indices().nth(80).is_some() {
+            if let Some((cut, _)) = quoted.char_indices().nth(77) {
+                quoted.truncate(cut);
+            }
+            quoted.push_str("...");
         }
         return quoted;
     }

@@ -161,7 +161,7 @@ pub fn read(context: &str, limiter: &JsValue) -> JsResult<(Algorithm, bool)> {
         ));
     };
     let params = get(limiter, "params")?;
-    let param = |index| Reflect::get_u32(&params, index).unwrap_or_default();
+    let param = |index: u32| Reflect::get(&params, &index.into()).unwrap_or_default();
     let values = [param(0), param(1), param(2)];
     let (algorithm, _) = algorithm(context, &name, ["limiter"; 3], &values)?;
     Ok((algorithm, name == "cachedFixedWindow"))

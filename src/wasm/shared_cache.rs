@@ -2,39 +2,26 @@
 //! with `@upstash/ratelimit`, while the entries stay in Rust where they are bounded.
 
 use crate::ratelimit::{EphemeralCache, DEFAULT_CACHE_SIZE};
-use js_sys::WeakMap;
 use std::cell::RefCell;
 use std::sync::{Arc, Weak};
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsValue;
 
 thread_local! {
-    /// `Map` → index into `CACHES`; weak, so a dropped `Map` is forgotten.
-    static INDEX: WeakMap = WeakMap::new();
-    /// The caches; a slot whose cache every limit has dropped is reused.
-    static CACHES: RefCell<Vec<Weak<EphemeralCache>>> = const { RefCell::new(Vec::new()) };
+    /// Each `Map` given, with the cache it names. An entry whose cache every limit has dropped goes
+    /// (releasing its `Map`) at the next lookup.
+    static CACHES: RefCell<Vec<(JsValue, Weak<EphemeralCache>)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The cache shared by every limit given `map`.
+/// The cache shared by every limit given `map` (the same object: `===`).
 pub fn shared_cache(map: &JsValue) -> Arc<EphemeralCache> {
-    let map: &js_sys::Object = map.unchecked_ref();
-    let slot = INDEX.with(|index| index.get(map).as_f64());
-    CACHES.with(|caches| {
-        let mut caches = caches.borrow_mut();
-        if let Some(cache) = slot.and_then(|slot| caches.get(slot as usize)?.upgrade()) {
+    CACHES.with_borrow_mut(|caches| {
+        caches.retain(|(_, cache)| cache.strong_count() > 0);
+        let named = caches.iter().find(|(named, _)| named == map);
+        if let Some(cache) = named.and_then(|(_, cache)| cache.upgrade()) {
             return cache;
         }
         let cache = Arc::new(EphemeralCache::new(DEFAULT_CACHE_SIZE));
-        let slot = match caches.iter().position(|cache| cache.strong_count() == 0) {
-            Some(free) => {
-                caches[free] = Arc::downgrade(&cache);
-                free
-            }
-            None => {
-                caches.push(Arc::downgrade(&cache));
-                caches.len() - 1
-            }
-        };
-        INDEX.with(|index| index.set(map, &JsValue::from(slot as u32)));
+        caches.push((map.clone(), Arc::downgrade(&cache)));
         cache
     })
 }
