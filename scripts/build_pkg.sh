@@ -69,25 +69,9 @@ say "wasm-opt -Os --converge ($("$wasm_opt" --version))"
     "$out/edgelimit_bg.wasm" -o "$out/edgelimit_bg.opt.wasm"
 mv "$out/edgelimit_bg.opt.wasm" "$out/edgelimit_bg.wasm"
 
-# The generated glue, minified: 2.2 KB less gzipped. Minifying renames the classes, so their `name`
-# (what console.log and stack traces show) is set back from the export clause's own local names.
-say "esbuild --minify edgelimit.js"
-"$root/node_modules/.bin/esbuild" "$out/edgelimit.js" --minify --format=esm --target=es2020 \
-    --log-level=warning --outfile="$out/edgelimit.min.js"
-node -e '
-const fs = require("fs");
-const file = process.argv[1];
-let code = fs.readFileSync(file, "utf8");
-const exports = /export\s*\{([^}]*)\};?\s*$/.exec(code);
-if (!exports) { console.error("build_pkg: no export clause in the minified glue"); process.exit(1); }
-const names = exports[1].split(",").map((e) => e.trim().split(/\s+as\s+/))
-  .filter(([, exported]) => exported === "Ratelimit" || exported === "Redis")
-  .map(([local, exported]) => `Object.defineProperty(${local},"name",{value:"${exported}"});`);
-if (names.length !== 2) { console.error("build_pkg: the glue does not export Ratelimit and Redis"); process.exit(1); }
-code = code.slice(0, exports.index) + names.join("") + code.slice(exports.index);
-fs.writeFileSync(file, code);
-' "$out/edgelimit.min.js"
-mv "$out/edgelimit.min.js" "$out/edgelimit.js"
+# The interface names of the .wasm and the generated glue, minified (scripts/minify_pkg.mjs).
+say "minify the wasm's import and export names and the glue"
+node scripts/minify_pkg.mjs "$wasm_opt" "$out"
 
 cp pkg-template/*.js pkg-template/index.d.ts pkg-template/README.md "$out/"
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)"
