@@ -39,3 +39,5 @@ bench: bootstrap
 	cargo bench --bench memory_backend
 	mkdir -p target/bench && python3 scripts/criterion_table.py target/criterion | tee target/bench/memory_backend.md
 	bash bench/gateway/run.sh | tee target/bench/gateway.md
+	$(MAKE) --no-print-directory pkg
+	node bench/size/run.mjs | tee target/bench/size.md

@@ -69,6 +69,10 @@ say "wasm-opt -Os --converge ($("$wasm_opt" --version))"
     "$out/edgelimit_bg.wasm" -o "$out/edgelimit_bg.opt.wasm"
 mv "$out/edgelimit_bg.opt.wasm" "$out/edgelimit_bg.wasm"
 
+# The interface names of the .wasm and the generated glue, minified (scripts/minify_pkg.mjs).
+say "minify the wasm's import and export names and the glue"
+node scripts/minify_pkg.mjs "$wasm_opt" "$out"
+
 cp pkg-template/*.js pkg-template/index.d.ts pkg-template/README.md "$out/"
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)"
 sed "s/\"version\": \"0.0.0\"/\"version\": \"$version\"/" pkg-template/package.json >"$out/package.json"
