@@ -23,8 +23,8 @@ const NAMES: [&str; 5] = [
 
 #[wasm_bindgen(js_class = Ratelimit)]
 impl JsRatelimit {
-    #[cfg_attr(doc, doc = "`tokens` per `window`, in fixed windows.")]
-    #[wasm_bindgen(js_name = fixedWindow, skip_jsdoc)]
+    /// `Ratelimit.fixedWindow(tokens, window)`: `tokens` per window, counted in fixed windows.
+    #[wasm_bindgen(js_name = fixedWindow)]
     pub fn fixed_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
         make(
             "Ratelimit.fixedWindow",
@@ -33,8 +33,9 @@ impl JsRatelimit {
         )
     }
 
-    #[cfg_attr(doc, doc = "A fixed window answered from local counts.")]
-    #[wasm_bindgen(js_name = cachedFixedWindow, skip_jsdoc)]
+    /// `Ratelimit.cachedFixedWindow(tokens, window)`: a fixed window answered from local counts once
+    /// known, the write to Redis left in `pending`.
+    #[wasm_bindgen(js_name = cachedFixedWindow)]
     pub fn cached_fixed_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
         make(
             "Ratelimit.cachedFixedWindow",
@@ -43,8 +44,8 @@ impl JsRatelimit {
         )
     }
 
-    #[cfg_attr(doc, doc = "`tokens` per `window`, weighting the previous window.")]
-    #[wasm_bindgen(js_name = slidingWindow, skip_jsdoc)]
+    /// `Ratelimit.slidingWindow(tokens, window)`: `tokens` per window, weighting the previous window.
+    #[wasm_bindgen(js_name = slidingWindow)]
     pub fn sliding_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
         make(
             "Ratelimit.slidingWindow",
@@ -53,11 +54,8 @@ impl JsRatelimit {
         )
     }
 
-    #[cfg_attr(
-        doc,
-        doc = "A bucket of `maxTokens`, refilled by `refillRate` every `interval`."
-    )]
-    #[wasm_bindgen(js_name = tokenBucket, skip_jsdoc)]
+    /// `Ratelimit.tokenBucket(refillRate, interval, maxTokens)`.
+    #[wasm_bindgen(js_name = tokenBucket)]
     pub fn token_bucket(
         refill_rate: JsValue,
         interval: JsValue,
@@ -70,11 +68,8 @@ impl JsRatelimit {
         )
     }
 
-    #[cfg_attr(
-        doc,
-        doc = "GCRA: `limit` per `period`, bursts of `burst` (default `limit`)."
-    )]
-    #[wasm_bindgen(skip_jsdoc)]
+    /// `Ratelimit.gcra(limit, period, { burst }?)`: `limit` per period, bursts of `burst` (default
+    /// `limit`).
     pub fn gcra(limit: JsValue, period: JsValue, options: JsValue) -> JsResult<JsValue> {
         super::install_panic_hook();
         const CONTEXT: &str = "Ratelimit.gcra";

@@ -3,10 +3,6 @@
 //! The classes ([`Redis`](redis::JsRedis), [`Ratelimit`](ratelimit::JsRatelimit)) are thin wrappers:
 //! they check every option (a bad one is a thrown `TypeError` or `RangeError` that names the field and
 //! quotes the value), build the crate's own types, and turn answers into plain JavaScript objects.
-//!
-//! Exported items carry their docs as `#[cfg_attr(doc, doc = "...")]`, with `skip_jsdoc`: wasm-bindgen
-//! copies `///` comments into the JavaScript glue (1 KB gzipped), and `pkg-template/index.d.ts`
-//! documents the package's API.
 
 mod errors;
 mod limiter;

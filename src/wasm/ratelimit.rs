@@ -22,10 +22,8 @@ const DEFAULT_TIMEOUT_MS: u64 = 5_000;
 /// The most `blockUntilReady` waits and `timeout` allows: `setTimeout`'s limit, 2^31 - 1 ms.
 const MAX_TIMER_MS: f64 = i32::MAX as f64;
 
-#[cfg_attr(
-    doc,
-    doc = "A rate limit: `new Ratelimit({ limiter, redis?, prefix?, ... })`."
-)]
+/// A rate limit: `new Ratelimit({ redis?, limiter, prefix?, ephemeralCache?, timeout?, failMode?,
+/// dynamicLimits? })`.
 #[wasm_bindgen(js_name = Ratelimit)]
 pub struct JsRatelimit {
     inner: Rc<Ratelimit>,
@@ -33,8 +31,8 @@ pub struct JsRatelimit {
 
 #[wasm_bindgen(js_class = Ratelimit)]
 impl JsRatelimit {
-    #[cfg_attr(doc, doc = "Checks every option; a bad one throws.")]
-    #[wasm_bindgen(constructor, skip_jsdoc)]
+    /// Checks every option and builds the limiter; a bad option throws.
+    #[wasm_bindgen(constructor)]
     pub fn new(config: JsValue) -> JsResult<JsRatelimit> {
         super::install_panic_hook();
         const CONTEXT: &str = "new Ratelimit";
@@ -158,11 +156,8 @@ impl JsRatelimit {
         })
     }
 
-    #[cfg_attr(
-        doc,
-        doc = "Takes `rate` (default 1) from `identifier`'s limit; bad input rejects."
-    )]
-    #[wasm_bindgen(skip_jsdoc)]
+    /// `limit(identifier, { rate }?)`: a Promise of `{ success, limit, remaining, reset, pending, reason? }`.
+    /// Bad input rejects the Promise with a `TypeError` or `RangeError`.
     pub fn limit(&self, identifier: JsValue, options: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.limit";
         let checked = identifier_arg(CONTEXT, &identifier).and_then(|identifier| {
@@ -200,8 +195,9 @@ impl JsRatelimit {
         }))
     }
 
-    #[cfg_attr(doc, doc = "Calls `limit` until admitted or `timeout` ms have passed.")]
-    #[wasm_bindgen(js_name = blockUntilReady, skip_jsdoc)]
+    /// `blockUntilReady(identifier, timeout)`: calls `limit` until admitted or `timeout` ms have passed,
+    /// waiting exactly as long as the limit says; answers the denial at once if waiting cannot help.
+    #[wasm_bindgen(js_name = blockUntilReady)]
     pub fn block_until_ready(&self, identifier: JsValue, timeout: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.blockUntilReady";
         let checked = identifier_arg(CONTEXT, &identifier).and_then(|identifier| {
@@ -235,11 +231,9 @@ impl JsRatelimit {
         }))
     }
 
-    #[cfg_attr(
-        doc,
-        doc = "Stores the limit of the whole prefix (removes it for `false`)."
-    )]
-    #[wasm_bindgen(js_name = setDynamicLimit, skip_jsdoc)]
+    /// `setDynamicLimit({ limit })`: stores `limit` (a whole number) as the limit of every identifier
+    /// under this prefix, or removes it for `limit: false`. Needs `dynamicLimits: true`.
+    #[wasm_bindgen(js_name = setDynamicLimit)]
     pub fn set_dynamic_limit(&self, options: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.setDynamicLimit";
         let checked =
@@ -267,11 +261,8 @@ impl JsRatelimit {
         }))
     }
 
-    #[cfg_attr(
-        doc,
-        doc = "A Promise of `{ dynamicLimit }`, the stored limit or `null`."
-    )]
-    #[wasm_bindgen(js_name = getDynamicLimit, skip_jsdoc)]
+    /// `getDynamicLimit()`: a Promise of `{ dynamicLimit }`, the stored limit or `null`.
+    #[wasm_bindgen(js_name = getDynamicLimit)]
     pub fn get_dynamic_limit(&self) -> Promise {
         let inner = Rc::clone(&self.inner);
         promise(Box::pin(async move {
@@ -284,11 +275,8 @@ impl JsRatelimit {
         }))
     }
 
-    #[cfg_attr(
-        doc,
-        doc = "A Promise of `{ remaining, reset, limit }`, taking nothing."
-    )]
-    #[wasm_bindgen(js_name = getRemaining, skip_jsdoc)]
+    /// `getRemaining(identifier)`: a Promise of `{ remaining, reset, limit }`.
+    #[wasm_bindgen(js_name = getRemaining)]
     pub fn get_remaining(&self, identifier: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.getRemaining";
         let checked = identifier_arg(CONTEXT, &identifier);
@@ -306,8 +294,8 @@ impl JsRatelimit {
         }))
     }
 
-    #[cfg_attr(doc, doc = "Forgets what `identifier` used.")]
-    #[wasm_bindgen(js_name = resetUsedTokens, skip_jsdoc)]
+    /// `resetUsedTokens(identifier)`: a Promise that settles once the identifier's state is gone.
+    #[wasm_bindgen(js_name = resetUsedTokens)]
     pub fn reset_used_tokens(&self, identifier: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.resetUsedTokens";
         let checked = identifier_arg(CONTEXT, &identifier);

@@ -5,10 +5,7 @@ use super::options::{self, get, JsResult};
 use js_sys::{Function, Reflect};
 use wasm_bindgen::prelude::*;
 
-#[cfg_attr(
-    doc,
-    doc = "Where an Upstash-compatible REST server is, and how to reach it."
-)]
+/// The connection settings of an Upstash-compatible REST server: `new Redis({ url, token, fetch? })`.
 #[wasm_bindgen(js_name = Redis)]
 pub struct JsRedis {
     url: JsValue,
@@ -71,15 +68,16 @@ impl From<RedisConfig> for JsRedis {
 
 #[wasm_bindgen(js_class = Redis)]
 impl JsRedis {
-    #[cfg_attr(doc, doc = "Checks the settings; a bad one throws.")]
-    #[wasm_bindgen(constructor, skip_jsdoc)]
+    /// `new Redis({ url, token, fetch? })`.
+    #[wasm_bindgen(constructor)]
     pub fn new(config: JsValue) -> JsResult<JsRedis> {
         super::install_panic_hook();
         RedisConfig::read("new Redis", "config", &config).map(Self::from)
     }
 
-    #[cfg_attr(doc, doc = "The server named by `env`, `process.env` or `Deno.env`.")]
-    #[wasm_bindgen(js_name = fromEnv, skip_jsdoc)]
+    /// `Redis.fromEnv(env?)`: `UPSTASH_REDIS_REST_URL` and `_TOKEN` from `env`, else `process.env`,
+    /// else `Deno.env`.
+    #[wasm_bindgen(js_name = fromEnv)]
     pub fn from_env(env: JsValue) -> JsResult<JsRedis> {
         super::install_panic_hook();
         const CONTEXT: &str = "Redis.fromEnv";
@@ -88,20 +86,20 @@ impl JsRedis {
         RedisConfig::check(CONTEXT, &url, &token, &JsValue::UNDEFINED).map(Self::from)
     }
 
-    #[cfg_attr(doc, doc = "The server's URL.")]
-    #[wasm_bindgen(getter, skip_jsdoc)]
+    /// The server's URL.
+    #[wasm_bindgen(getter)]
     pub fn url(&self) -> JsValue {
         self.url.clone()
     }
 
-    #[cfg_attr(doc, doc = "The bearer token.")]
-    #[wasm_bindgen(getter, skip_jsdoc)]
+    /// The bearer token.
+    #[wasm_bindgen(getter)]
     pub fn token(&self) -> JsValue {
         self.token.clone()
     }
 
-    #[cfg_attr(doc, doc = "The custom `fetch`, if any.")]
-    #[wasm_bindgen(getter, skip_jsdoc)]
+    /// The custom `fetch`, if any.
+    #[wasm_bindgen(getter)]
     pub fn fetch(&self) -> JsValue {
         self.fetch.clone()
     }
