@@ -160,39 +160,16 @@ impl JsRatelimit {
     /// Bad input rejects the Promise with a `TypeError` or `RangeError`.
     pub fn limit(&self, identifier: JsValue, options: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.limit";
-        let checked = identifier_arg(CONTEXT, &identifier).and_then(|identifier| {
+        let call = identifier_arg(CONTEXT, &identifier).and_then(|identifier| {
             let rate = options::field(CONTEXT, "options", &options, true, "rate")?;
             let rate = if rate.is_undefined() {
                 1.0
             } else {
                 options::number(CONTEXT, "rate", "must be a number", &rate)?
             };
-            Ok((identifier, rate))
+            Ok(Call::Limit(identifier, rate))
         });
-        let inner = Rc::clone(&self.inner);
-        promise(Box::pin(async move {
-            let (identifier, rate) = checked?;
-            let (response, pending) =
-                inner
-                    .limit_with_pending(&identifier, rate)
-                    .await
-                    .map_err(|error| match error {
-                        crate::Error::InvalidCost { reason, .. } => {
-                            range_error(CONTEXT, "rate", reason, &rate.into())
-                        }
-                        other => to_js_error(CONTEXT, &other),
-                    })?;
-            // The write of a locally answered request runs now, whether or not anyone awaits it;
-            // `pending` settles (never rejects) when it is done.
-            let pending = match pending {
-                Some(work) => promise(Box::pin(async move {
-                    work.await;
-                    Ok(JsValue::UNDEFINED)
-                })),
-                None => Promise::resolve(&JsValue::UNDEFINED),
-            };
-            Ok(response_object(&response, &pending))
-        }))
+        self.run(CONTEXT, call)
     }
 
     /// `blockUntilReady(identifier, timeout)`: calls `limit` until admitted or `timeout` ms have passed,
@@ -200,7 +177,7 @@ impl JsRatelimit {
     #[wasm_bindgen(js_name = blockUntilReady)]
     pub fn block_until_ready(&self, identifier: JsValue, timeout: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.blockUntilReady";
-        let checked = identifier_arg(CONTEXT, &identifier).and_then(|identifier| {
+        let call = identifier_arg(CONTEXT, &identifier).and_then(|identifier| {
             let millis = options::number(
                 CONTEXT,
                 "timeout",
@@ -215,20 +192,10 @@ impl JsRatelimit {
                     &timeout,
                 ));
             }
-            Ok((identifier, Duration::from_micros((millis * 1_000.0) as u64)))
+            let timeout = Duration::from_micros((millis * 1_000.0) as u64);
+            Ok(Call::BlockUntilReady(identifier, timeout))
         });
-        let inner = Rc::clone(&self.inner);
-        promise(Box::pin(async move {
-            let (identifier, timeout) = checked?;
-            let response = inner
-                .block_until_ready(&identifier, 1.0, timeout, sleep)
-                .await
-                .map_err(|error| to_js_error(CONTEXT, &error))?;
-            Ok(response_object(
-                &response,
-                &Promise::resolve(&JsValue::UNDEFINED),
-            ))
-        }))
+        self.run(CONTEXT, call)
     }
 
     /// `setDynamicLimit({ limit })`: stores `limit` (a whole number) as the limit of every identifier
@@ -236,7 +203,7 @@ impl JsRatelimit {
     #[wasm_bindgen(js_name = setDynamicLimit)]
     pub fn set_dynamic_limit(&self, options: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.setDynamicLimit";
-        let checked =
+        let limit =
             options::field(CONTEXT, "options", &options, false, "limit").and_then(|limit| {
                 if limit.as_bool() == Some(false) {
                     Ok(None)
@@ -251,63 +218,114 @@ impl JsRatelimit {
                     ))
                 }
             });
-        let inner = Rc::clone(&self.inner);
-        promise(Box::pin(async move {
-            inner
-                .set_dynamic_limit(checked?)
-                .await
-                .map_err(|error| to_js_error(CONTEXT, &error))?;
-            Ok(JsValue::UNDEFINED)
-        }))
+        self.run(CONTEXT, limit.map(Call::SetDynamicLimit))
     }
 
     /// `getDynamicLimit()`: a Promise of `{ dynamicLimit }`, the stored limit or `null`.
     #[wasm_bindgen(js_name = getDynamicLimit)]
     pub fn get_dynamic_limit(&self) -> Promise {
-        let inner = Rc::clone(&self.inner);
-        promise(Box::pin(async move {
-            let limit = inner
-                .dynamic_limit()
-                .await
-                .map_err(|error| to_js_error("Ratelimit.getDynamicLimit", &error))?;
-            let value = limit.map_or(JsValue::NULL, |limit| (limit as f64).into());
-            Ok(object(&[("dynamicLimit", value)]))
-        }))
+        self.run("Ratelimit.getDynamicLimit", Ok(Call::GetDynamicLimit))
     }
 
     /// `getRemaining(identifier)`: a Promise of `{ remaining, reset, limit }`.
     #[wasm_bindgen(js_name = getRemaining)]
     pub fn get_remaining(&self, identifier: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.getRemaining";
-        let checked = identifier_arg(CONTEXT, &identifier);
-        let inner = Rc::clone(&self.inner);
-        promise(Box::pin(async move {
-            let remaining = inner
-                .get_remaining(&checked?)
-                .await
-                .map_err(|error| to_js_error(CONTEXT, &error))?;
-            Ok(object(&[
-                ("remaining", remaining.remaining.into()),
-                ("reset", (remaining.reset as f64).into()),
-                ("limit", (remaining.limit as f64).into()),
-            ]))
-        }))
+        self.run(
+            CONTEXT,
+            identifier_arg(CONTEXT, &identifier).map(Call::GetRemaining),
+        )
     }
 
     /// `resetUsedTokens(identifier)`: a Promise that settles once the identifier's state is gone.
     #[wasm_bindgen(js_name = resetUsedTokens)]
     pub fn reset_used_tokens(&self, identifier: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.resetUsedTokens";
-        let checked = identifier_arg(CONTEXT, &identifier);
-        let inner = Rc::clone(&self.inner);
-        promise(Box::pin(async move {
-            inner
-                .reset_used_tokens(&checked?)
-                .await
-                .map_err(|error| to_js_error(CONTEXT, &error))?;
-            Ok(JsValue::UNDEFINED)
-        }))
+        self.run(
+            CONTEXT,
+            identifier_arg(CONTEXT, &identifier).map(Call::ResetUsedTokens),
+        )
     }
+}
+
+impl JsRatelimit {
+    /// A Promise of `call` (or of its argument error, rejected), its failure an error of `context`.
+    fn run(&self, context: &'static str, call: JsResult<Call>) -> Promise {
+        promise(Box::pin(run(Rc::clone(&self.inner), context, call)))
+    }
+}
+
+/// What an async method does, its arguments checked.
+enum Call {
+    Limit(String, f64),
+    BlockUntilReady(String, Duration),
+    SetDynamicLimit(Option<u64>),
+    GetDynamicLimit,
+    GetRemaining(String),
+    ResetUsedTokens(String),
+}
+
+/// The work of every async method, in one future type: one state machine, not six.
+async fn run(
+    limiter: Rc<Ratelimit>,
+    context: &'static str,
+    call: JsResult<Call>,
+) -> JsResult<JsValue> {
+    let failed = |error: crate::Error| to_js_error(context, &error);
+    Ok(match call? {
+        Call::Limit(identifier, rate) => {
+            let (response, pending) = limiter
+                .limit_with_pending(&identifier, rate)
+                .await
+                .map_err(|error| match error {
+                    crate::Error::InvalidCost { reason, .. } => {
+                        range_error(context, "rate", reason, &rate.into())
+                    }
+                    other => failed(other),
+                })?;
+            // The write of a locally answered request runs now, whether or not anyone awaits it;
+            // `pending` settles (never rejects) when it is done.
+            let pending = match pending {
+                Some(work) => promise(Box::pin(async move {
+                    work.await;
+                    Ok(JsValue::UNDEFINED)
+                })),
+                None => Promise::resolve(&JsValue::UNDEFINED),
+            };
+            response_object(&response, &pending)
+        }
+        Call::BlockUntilReady(identifier, timeout) => {
+            let response = limiter
+                .block_until_ready(&identifier, 1.0, timeout, sleep)
+                .await
+                .map_err(failed)?;
+            response_object(&response, &Promise::resolve(&JsValue::UNDEFINED))
+        }
+        Call::SetDynamicLimit(limit) => {
+            limiter.set_dynamic_limit(limit).await.map_err(failed)?;
+            JsValue::UNDEFINED
+        }
+        Call::GetDynamicLimit => {
+            let limit = limiter.dynamic_limit().await.map_err(failed)?;
+            let value = limit.map_or(JsValue::NULL, |limit| (limit as f64).into());
+            object(&[("dynamicLimit", value)])
+        }
+        Call::GetRemaining(identifier) => {
+            let remaining = limiter.get_remaining(&identifier).await.map_err(failed)?;
+            object(&[
+                ("remaining", remaining.remaining.into()),
+                ("reset", (remaining.reset as f64).into()),
+                ("limit", (remaining.limit as f64).into()),
+            ])
+        }
+        Call::ResetUsedTokens(identifier) => {
+            limiter
+                .reset_used_tokens(&identifier)
+                .await
+                .map_err(failed)?;
+            JsValue::UNDEFINED
+        }
+    })
 }
 
 /// The identifier argument: a non-empty string.
