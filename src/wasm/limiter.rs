@@ -90,6 +90,10 @@ impl JsRatelimit {
     }
 }
 
+/// A limiter's parameters: a count, a duration in milliseconds and, for the bucket algorithms, another
+/// count.
+type Params = (u64, u64, Option<u64>);
+
 /// The arguments of the window factories.
 const WINDOW_FIELDS: [&str; 3] = ["tokens", "window", ""];
 
@@ -97,27 +101,27 @@ const WINDOW_FIELDS: [&str; 3] = ["tokens", "window", ""];
 fn make(context: &str, fields: [&str; 3], values: [JsValue; 3]) -> JsResult<JsValue> {
     super::install_panic_hook();
     let name = context.strip_prefix("Ratelimit.").unwrap_or(context);
-    let (_, params) = algorithm(context, name, fields, &values)?;
+    let (_, (first, period, third)) = algorithm(context, name, fields, &values)?;
     let object = Object::new();
     let _ = Reflect::set(&object, &TAG.into(), &JsValue::TRUE);
     let _ = Reflect::set(&object, &"algorithm".into(), &name.into());
-    let array = Array::new();
-    for param in params.into_iter().flatten() {
-        array.push(&(param as f64).into());
+    let params = Array::of2(&(first as f64).into(), &(period as f64).into());
+    if let Some(third) = third {
+        params.push(&(third as f64).into());
     }
-    let _ = Reflect::set(&object, &"params".into(), &Object::freeze(&array));
+    let _ = Reflect::set(&object, &"params".into(), &Object::freeze(&params));
     Ok(Object::freeze(&object).into())
 }
 
 /// The algorithm `name` (one of [`NAMES`]) with a count, a duration and, for the bucket algorithms,
-/// another count, read from `values` (named `fields`), and checked; with its parameters (the duration
-/// in milliseconds).
+/// another count, read from `values` (named `fields`), and checked; with those parameters (the
+/// duration in milliseconds).
 fn algorithm(
     context: &str,
     name: &str,
     fields: [&str; 3],
     values: &[JsValue; 3],
-) -> JsResult<(Algorithm, [Option<u64>; 3])> {
+) -> JsResult<(Algorithm, Params)> {
     let first = options::count(context, fields[0], &values[0])?;
     let period = options::duration(context, fields[1], &values[1])?;
     let third = match name {
@@ -132,10 +136,7 @@ fn algorithm(
         _ => FixedWindow::new(first, period).map(Algorithm::from),
     };
     let algorithm = checked.map_err(|error| to_js_error(context, &error))?;
-    Ok((
-        algorithm,
-        [Some(first), Some(period.as_millis() as u64), third],
-    ))
+    Ok((algorithm, (first, period.as_millis() as u64, third)))
 }
 
 /// The algorithm a limiter object describes, and whether it answers from local counts
