@@ -49,7 +49,7 @@ pub fn count(context: &str, field: &str, value: &JsValue) -> JsResult<u64> {
     Ok(count as u64)
 }
 
-/// A number, or a `TypeError` saying what `expected`; the caller checks its range.
+/// A number, else a `TypeError` whose text is `expected`; the caller checks its range.
 pub fn number(context: &str, field: &str, expected: &str, value: &JsValue) -> JsResult<f64> {
     value
         .as_f64()
