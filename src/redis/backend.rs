@@ -1,13 +1,14 @@
 //! `RedisBackend`: every algorithm as one atomic Lua script, one HTTP request per decision.
 
 use super::json::Value;
-use super::layout::Layout;
+use super::layout::{self, Call};
 use super::rest::{malformed, RestClient};
-use crate::algorithm::{Algorithm, Policy};
+use crate::algorithm::{Algorithm, State};
 use crate::backend::Backend;
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
-use crate::error::{Error, Result};
+use crate::error::{quote, Error, Result};
+use crate::number::format_f64;
 use crate::transport::Transport;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,24 +25,12 @@ pub struct RedisBackend<T> {
     redis_time: bool,
 }
 
-/// Runs `$body` with `$rule` bound to the concrete algorithm inside `$algorithm`.
-macro_rules! with_rule {
-    ($algorithm:expr, |$rule:ident| $body:expr) => {
-        match $algorithm {
-            Algorithm::FixedWindow($rule) => $body,
-            Algorithm::SlidingWindow($rule) => $body,
-            Algorithm::TokenBucket($rule) => $body,
-            Algorithm::Gcra($rule) => $body,
-        }
-    };
-}
-
 /// What a script found and decided, and the rule it applied (the dynamic limit may change it).
-struct Outcome<L: Layout> {
+struct Outcome {
     allowed: bool,
     now: u64,
-    stored: Option<L::State>,
-    rule: L,
+    stored: Option<State>,
+    rule: Algorithm,
 }
 
 impl<T: Transport> RedisBackend<T> {
@@ -81,43 +70,48 @@ impl<T: Transport> RedisBackend<T> {
 
     /// Runs `rule`'s script for `cost` on `key`, with the dynamic limit stored under `limit_key` if
     /// given.
-    async fn run<L: Layout>(
+    async fn run(
         &self,
-        rule: &L,
+        rule: Algorithm,
         key: &str,
         cost: f64,
         limit_key: Option<&str>,
-    ) -> Result<Outcome<L>> {
+    ) -> Result<Outcome> {
         let now = self.clock.now_micros();
         // Refuse a bad cost before anything reaches the network.
         rule.acquire(None, now, cost)?;
-        let mut call = rule.call(key, now, self.redis_time, cost);
+        let Call {
+            script,
+            mut keys,
+            args: [a, b, c],
+        } = layout::call(&rule, key, now, self.redis_time);
         let time = if self.redis_time {
             String::new()
         } else {
             now.to_string()
         };
-        let mut args: Vec<String> = std::iter::once(time).chain(call.args).collect();
+        let mut args = vec![
+            time,
+            a.to_string(),
+            b.to_string(),
+            c.to_string(),
+            format_f64(cost),
+        ];
         if let Some(limit_key) = limit_key {
-            call.keys.push(limit_key.to_owned());
+            keys.push(limit_key.to_owned());
             args.push("1".to_owned());
         }
-        let reply = rule.script().run(&self.client, &call.keys, &args).await?;
-        let Value::Array(fields) = reply else {
-            return Err(malformed(&format!(
-                "the {} script returned {reply}",
-                rule.script().name()
-            )));
-        };
+        let reply = script.run(&self.client, &keys, &args).await?;
+        let fields = reply.as_array().unwrap_or_default();
         let flag = |index: usize| fields.get(index).and_then(Value::as_u64);
         let (Some(allowed @ 0..=1), Some(now), Some(capacity)) = (flag(0), flag(1), flag(2)) else {
             return Err(malformed(&format!(
-                "the {} script returned {fields:?}",
-                rule.script().name()
+                "the {} script returned {reply}",
+                script.name()
             )));
         };
         let rule = if capacity == rule.capacity() {
-            rule.clone()
+            rule
         } else {
             rule.with_capacity(capacity).map_err(|error| Error::Redis {
                 message: format!("the dynamic limit {capacity} does not fit: {error}"),
@@ -126,14 +120,15 @@ impl<T: Transport> RedisBackend<T> {
         Ok(Outcome {
             allowed: allowed == 1,
             now,
-            stored: rule.decode(&fields[3..])?,
+            stored: layout::decode(&rule, fields.get(3..).unwrap_or_default())?,
             rule,
         })
     }
 
-    async fn decide<L: Layout>(
+    /// Decides a request: [`RedisBackend::run`], checked against the algorithm.
+    async fn decide(
         &self,
-        rule: &L,
+        rule: Algorithm,
         key: &str,
         cost: f64,
         limit_key: Option<&str>,
@@ -141,12 +136,12 @@ impl<T: Transport> RedisBackend<T> {
         let outcome = self.run(rule, key, cost, limit_key).await?;
         let decision = outcome
             .rule
-            .acquire(outcome.stored, outcome.now, cost)?
+            .acquire(outcome.stored.as_ref(), outcome.now, cost)?
             .decision;
         if decision.allowed != outcome.allowed {
             return Err(malformed(&format!(
                 "the {} script {} a request the algorithm {}",
-                rule.script().name(),
+                rule.name(),
                 if outcome.allowed {
                     "admitted"
                 } else {
@@ -163,14 +158,12 @@ impl<T: Transport> RedisBackend<T> {
 #[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
 impl<T: Transport> Backend for RedisBackend<T> {
     async fn acquire(&self, key: &str, cost: f64, params: Algorithm) -> Result<Decision> {
-        with_rule!(params, |rule| self.decide(&rule, key, cost, None).await)
+        self.decide(params, key, cost, None).await
     }
 
     async fn available(&self, key: &str, params: Algorithm) -> Result<f64> {
-        with_rule!(params, |rule| {
-            let outcome = self.run(&rule, key, 0.0, None).await?;
-            Ok(rule.available(outcome.stored, outcome.now))
-        })
+        let outcome = self.run(params, key, 0.0, None).await?;
+        Ok(params.available(outcome.stored.as_ref(), outcome.now))
     }
 
     async fn time_until_available(
@@ -179,16 +172,15 @@ impl<T: Transport> Backend for RedisBackend<T> {
         cost: f64,
         params: Algorithm,
     ) -> Result<Duration> {
-        with_rule!(params, |rule| {
-            let outcome = self.run(&rule, key, 0.0, None).await?;
-            rule.time_until_available(outcome.stored, outcome.now, cost)
-        })
+        let outcome = self.run(params, key, 0.0, None).await?;
+        params.time_until_available(outcome.stored.as_ref(), outcome.now, cost)
     }
 
     async fn reset(&self, key: &str, params: Algorithm) -> Result<()> {
-        let keys = with_rule!(params, |rule| rule.keys(key, self.clock.now_micros()));
-        let command = std::iter::once("DEL".to_owned()).chain(keys).collect();
-        self.client.command(command).await.map(drop)
+        let keys = layout::call(&params, key, self.clock.now_micros(), true).keys;
+        let mut command = vec!["DEL"];
+        command.extend(keys.iter().map(String::as_str));
+        self.client.command(&command).await.map(drop)
     }
 
     fn backend_name(&self) -> &str {
@@ -203,22 +195,18 @@ impl<T: Transport> Backend for RedisBackend<T> {
         params: Algorithm,
         limit_key: &str,
     ) -> Result<Decision> {
-        with_rule!(params, |rule| self
-            .decide(&rule, key, cost, Some(limit_key))
-            .await)
+        self.decide(params, key, cost, Some(limit_key)).await
     }
 
     async fn dynamic_limit(&self, limit_key: &str) -> Result<Option<u64>> {
-        let reply = self
-            .client
-            .command(vec!["GET".to_owned(), limit_key.to_owned()])
-            .await?;
+        let reply = self.client.command(&["GET", limit_key]).await?;
         match reply {
             Value::Null => Ok(None),
             Value::String(text) => match text.parse::<u64>() {
                 Ok(limit) if limit >= 1 => Ok(Some(limit)),
                 _ => Err(malformed(&format!(
-                    "the dynamic limit in {limit_key} is not a whole number from 1: {text:?}"
+                    "the dynamic limit in {limit_key} is not a whole number from 1: {}",
+                    quote(&text)
                 ))),
             },
             other => Err(malformed(&format!("GET {limit_key} returned {other}"))),
@@ -226,10 +214,14 @@ impl<T: Transport> Backend for RedisBackend<T> {
     }
 
     async fn set_dynamic_limit(&self, limit_key: &str, limit: Option<u64>) -> Result<()> {
-        let command = match limit {
-            Some(limit) => vec!["SET".to_owned(), limit_key.to_owned(), limit.to_string()],
-            None => vec!["DEL".to_owned(), limit_key.to_owned()],
+        let reply = match limit {
+            Some(limit) => {
+                self.client
+                    .command(&["SET", limit_key, &limit.to_string()])
+                    .await
+            }
+            None => self.client.command(&["DEL", limit_key]).await,
         };
-        self.client.command(command).await.map(drop)
+        reply.map(drop)
     }
 }

@@ -230,27 +230,15 @@ impl fmt::Debug for Number {
     }
 }
 
-/// A `/pipeline` request body: an array of commands, each an array of strings.
-pub fn encode_commands(commands: &[Vec<String>]) -> String {
-    let mut out = String::with_capacity(
-        2 + commands
-            .iter()
-            .map(|command| 3 + command.iter().map(|part| part.len() + 3).sum::<usize>())
-            .sum::<usize>(),
-    );
+/// One command as JSON text: an array of strings.
+pub fn encode_command(parts: &[&str]) -> String {
+    let mut out = String::with_capacity(2 + parts.iter().map(|part| part.len() + 3).sum::<usize>());
     out.push('[');
-    for (index, command) in commands.iter().enumerate() {
+    for (index, part) in parts.iter().enumerate() {
         if index > 0 {
             out.push(',');
         }
-        out.push('[');
-        for (index, part) in command.iter().enumerate() {
-            if index > 0 {
-                out.push(',');
-            }
-            write_string(&mut out, part);
-        }
-        out.push(']');
+        write_string(&mut out, part);
     }
     out.push(']');
     out
@@ -688,15 +676,19 @@ mod tests {
             ]
             .map(str::to_owned),
         );
-        let commands = vec![parts.clone(), Vec::new(), vec!["EVAL".to_owned()]];
-        let body = encode_commands(&commands);
-        assert_eq!(body, serde_json::to_string(&commands).unwrap());
+        let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+        let body = encode_command(&refs);
+        assert_eq!(body, serde_json::to_string(&parts).unwrap());
         // And reads back what it writes.
         let read = parse(&body).unwrap();
-        let first = read.as_array().unwrap()[0].as_array().unwrap();
-        let read: Vec<&str> = first.iter().map(|part| part.as_str().unwrap()).collect();
+        let read: Vec<&str> = read
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|part| part.as_str().unwrap())
+            .collect();
         assert_eq!(read, parts);
-        assert_eq!(encode_commands(&[]), "[]");
+        assert_eq!(encode_command(&[]), "[]");
     }
 
     #[test]
@@ -822,11 +814,11 @@ mod proptests {
 
         #[test]
         fn any_strings_round_trip(parts in proptest::collection::vec(".{0,12}", 0..6)) {
-            let commands = vec![parts.clone()];
-            let body = encode_commands(&commands);
-            prop_assert_eq!(&body, &serde_json::to_string(&commands).unwrap());
+            let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+            let body = encode_command(&refs);
+            prop_assert_eq!(&body, &serde_json::to_string(&parts).unwrap());
             let read = parse(&body).unwrap();
-            let read: Vec<String> = read.as_array().unwrap()[0]
+            let read: Vec<String> = read
                 .as_array()
                 .unwrap()
                 .iter()

@@ -9,5 +9,5 @@ mod script;
 pub use backend::RedisBackend;
 pub use json::Value;
 pub use layout::SCRIPTS;
-pub use rest::{Command, RestClient};
+pub use rest::RestClient;
 pub use script::Script;

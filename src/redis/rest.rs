@@ -9,9 +9,6 @@ use std::pin::Pin;
 use std::sync::{Mutex, PoisonError};
 use std::task::{Context, Poll};
 
-/// One Redis command: its name and arguments, as strings.
-pub type Command = Vec<String>;
-
 /// A client of an Upstash-compatible REST server. Every request goes to `/pipeline`; with coalescing on,
 /// commands issued by concurrent callers in the same tick share one `/pipeline` request (each command
 /// keeps its own atomicity; a pipeline is not a transaction).
@@ -21,8 +18,9 @@ pub struct RestClient<T> {
     queue: Mutex<Vec<Queued>>,
 }
 
+/// A command waiting for its batch: its JSON text, and where its reply goes.
 struct Queued {
-    command: Command,
+    command: String,
     reply: oneshot::Sender<Result<Value>>,
 }
 
@@ -47,40 +45,29 @@ impl<T: Transport> RestClient<T> {
         &self.transport
     }
 
-    /// Runs one command; Redis errors come back as [`Error::Redis`].
-    pub async fn command(&self, command: Command) -> Result<Value> {
-        if !self.coalesce {
-            let mut replies = self.pipeline(vec![command]).await?;
-            return replies
-                .pop()
-                .unwrap_or_else(|| Err(malformed("an empty pipeline reply")));
-        }
+    /// Runs one command, its name then its arguments; Redis errors come back as [`Error::Redis`].
+    pub async fn command(&self, command: &[&str]) -> Result<Value> {
+        self.send(json::encode_command(command)).await
+    }
+
+    /// Runs one command given as JSON text (see [`json::encode_command`]).
+    pub(crate) async fn send(&self, command: String) -> Result<Value> {
         let (sender, receiver) = oneshot::channel();
-        self.lock_queue().push(Queued {
+        let queued = Queued {
             command,
             reply: sender,
-        });
-        // Let every caller that is ready in this tick queue its command; the first to resume sends
-        // them all, the others find the queue empty and wait for their reply.
-        YieldOnce(false).await;
-        let batch = std::mem::take(&mut *self.lock_queue());
+        };
+        let batch = if self.coalesce {
+            self.lock_queue().push(queued);
+            // Let every caller that is ready in this tick queue its command; the first to resume
+            // sends them all, the others find the queue empty and wait for their reply.
+            YieldOnce(false).await;
+            std::mem::take(&mut *self.lock_queue())
+        } else {
+            vec![queued]
+        };
         if !batch.is_empty() {
-            let (commands, senders): (Vec<_>, Vec<_>) = batch
-                .into_iter()
-                .map(|queued| (queued.command, queued.reply))
-                .unzip();
-            match self.pipeline(commands).await {
-                Ok(replies) => {
-                    for (sender, reply) in senders.into_iter().zip(replies) {
-                        let _ = sender.send(reply);
-                    }
-                }
-                Err(error) => {
-                    for sender in senders {
-                        let _ = sender.send(Err(error.clone()));
-                    }
-                }
-            }
+            self.pipeline(batch).await;
         }
         receiver.await.unwrap_or_else(|_| {
             Err(Error::Network {
@@ -94,24 +81,39 @@ impl<T: Transport> RestClient<T> {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Sends `commands` as one `/pipeline` request; one result per command, in order.
-    pub async fn pipeline(&self, commands: Vec<Command>) -> Result<Vec<Result<Value>>> {
-        let count = commands.len();
-        let body = json::encode_commands(&commands);
-        let reply = self.transport.post("/pipeline", body).await?;
-        let items = decode_pipeline(reply)?;
-        if items.len() != count {
-            return Err(malformed(&format!(
-                "{} replies to {count} commands",
-                items.len()
-            )));
+    /// Sends `batch` as one `/pipeline` request and hands each command its result, in order.
+    async fn pipeline(&self, batch: Vec<Queued>) {
+        let mut body = String::from("[");
+        let mut senders = Vec::with_capacity(batch.len());
+        for queued in batch {
+            if !senders.is_empty() {
+                body.push(',');
+            }
+            body.push_str(&queued.command);
+            senders.push(queued.reply);
         }
-        Ok(items)
+        body.push(']');
+        let count = senders.len();
+        let mut replies = self
+            .transport
+            .post("/pipeline", body)
+            .await
+            .and_then(|reply| decode_pipeline(reply, count))
+            .map(Vec::into_iter);
+        for sender in senders {
+            let reply = match &mut replies {
+                Ok(replies) => replies
+                    .next()
+                    .unwrap_or_else(|| Err(malformed("a missing reply"))),
+                Err(error) => Err(error.clone()),
+            };
+            let _ = sender.send(reply);
+        }
     }
 }
 
-/// Turns a `/pipeline` reply into one result per command.
-fn decode_pipeline(reply: HttpReply) -> Result<Vec<Result<Value>>> {
+/// Turns a `/pipeline` reply into one result per command, `count` of them.
+fn decode_pipeline(reply: HttpReply, count: usize) -> Result<Vec<Result<Value>>> {
     let parsed = json::parse(&reply.body);
     if !(200..300).contains(&reply.status) {
         let message = parsed
@@ -131,6 +133,12 @@ fn decode_pipeline(reply: HttpReply) -> Result<Vec<Result<Value>>> {
             reply.body
         )));
     };
+    if items.len() != count {
+        return Err(malformed(&format!(
+            "{} replies to {count} commands",
+            items.len()
+        )));
+    }
     Ok(items.into_iter().map(decode_item).collect())
 }
 
