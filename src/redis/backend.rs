@@ -124,29 +124,21 @@ impl<T: Transport> RedisBackend<T> {
             rule,
         })
     }
+}
 
-    /// Decides a request: [`RedisBackend::run`], checked against the algorithm.
-    async fn decide(
-        &self,
-        rule: Algorithm,
-        key: &str,
-        cost: f64,
-        limit_key: Option<&str>,
-    ) -> Result<Decision> {
-        let outcome = self.run(rule, key, cost, limit_key).await?;
-        let decision = outcome
+impl Outcome {
+    /// The decision on a request of `cost`, which the script ran: the algorithm's, checked to agree
+    /// with the script's.
+    fn decision(self, cost: f64) -> Result<Decision> {
+        let decision = self
             .rule
-            .acquire(outcome.stored.as_ref(), outcome.now, cost)?
+            .acquire(self.stored.as_ref(), self.now, cost)?
             .decision;
-        if decision.allowed != outcome.allowed {
+        if decision.allowed != self.allowed {
             return Err(malformed(&format!(
                 "the {} script {} a request the algorithm {}",
-                rule.name(),
-                if outcome.allowed {
-                    "admitted"
-                } else {
-                    "denied"
-                },
+                self.rule.name(),
+                if self.allowed { "admitted" } else { "denied" },
                 if decision.allowed { "admits" } else { "denies" },
             )));
         }
@@ -158,7 +150,7 @@ impl<T: Transport> RedisBackend<T> {
 #[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
 impl<T: Transport> Backend for RedisBackend<T> {
     async fn acquire(&self, key: &str, cost: f64, params: Algorithm) -> Result<Decision> {
-        self.decide(params, key, cost, None).await
+        self.run(params, key, cost, None).await?.decision(cost)
     }
 
     async fn available(&self, key: &str, params: Algorithm) -> Result<f64> {
@@ -195,7 +187,9 @@ impl<T: Transport> Backend for RedisBackend<T> {
         params: Algorithm,
         limit_key: &str,
     ) -> Result<Decision> {
-        self.decide(params, key, cost, Some(limit_key)).await
+        self.run(params, key, cost, Some(limit_key))
+            .await?
+            .decision(cost)
     }
 
     async fn dynamic_limit(&self, limit_key: &str) -> Result<Option<u64>> {

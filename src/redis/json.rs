@@ -351,53 +351,45 @@ impl Parser<'_> {
         }
         match self.peek() {
             Some(b'"') => self.string().map(Value::String),
-            Some(b'[') => {
+            Some(open @ (b'[' | b'{')) => {
+                // Arrays and objects share one loop; an object's elements are named.
                 self.at += 1;
+                let object = open == b'{';
+                let (close, expected) = if object {
+                    (b'}', "`,` or `}`")
+                } else {
+                    (b']', "`,` or `]`")
+                };
                 let mut items = Vec::new();
-                self.skip_whitespace();
-                if self.peek() == Some(b']') {
-                    self.at += 1;
-                    return Ok(Value::Array(items));
-                }
-                loop {
-                    items.push(self.value(depth + 1)?);
-                    self.skip_whitespace();
-                    match self.peek() {
-                        Some(b',') => self.at += 1,
-                        Some(b']') => {
-                            self.at += 1;
-                            return Ok(Value::Array(items));
-                        }
-                        _ => return Err(self.error("`,` or `]`")),
-                    }
-                }
-            }
-            Some(b'{') => {
-                self.at += 1;
                 let mut members = Vec::new();
                 self.skip_whitespace();
-                if self.peek() == Some(b'}') {
-                    self.at += 1;
-                    return Ok(Value::Object(members));
-                }
-                loop {
-                    self.skip_whitespace();
-                    if self.peek() != Some(b'"') {
-                        return Err(self.error("a member name (a string)"));
-                    }
-                    let name = self.string()?;
-                    self.expect(b':', "`:`")?;
-                    members.push((name, self.value(depth + 1)?));
-                    self.skip_whitespace();
-                    match self.peek() {
-                        Some(b',') => self.at += 1,
-                        Some(b'}') => {
-                            self.at += 1;
-                            return Ok(Value::Object(members));
+                if self.peek() != Some(close) {
+                    loop {
+                        if object {
+                            self.skip_whitespace();
+                            if self.peek() != Some(b'"') {
+                                return Err(self.error("a member name (a string)"));
+                            }
+                            let name = self.string()?;
+                            self.expect(b':', "`:`")?;
+                            members.push((name, self.value(depth + 1)?));
+                        } else {
+                            items.push(self.value(depth + 1)?);
                         }
-                        _ => return Err(self.error("`,` or `}`")),
+                        self.skip_whitespace();
+                        match self.peek() {
+                            Some(b',') => self.at += 1,
+                            Some(byte) if byte == close => break,
+                            _ => return Err(self.error(expected)),
+                        }
                     }
                 }
+                self.at += 1;
+                Ok(if object {
+                    Value::Object(members)
+                } else {
+                    Value::Array(items)
+                })
             }
             Some(b'-' | b'0'..=b'9') => self.number(),
             _ => {

@@ -21,8 +21,11 @@ pub struct RestClient<T> {
 /// A command waiting for its batch: its JSON text, and where its reply goes.
 struct Queued {
     command: String,
-    reply: oneshot::Sender<Result<Value>>,
+    reply: Reply,
 }
+
+/// Where a command's reply goes.
+type Reply = oneshot::Sender<Result<Value>>;
 
 impl<T: Transport> RestClient<T> {
     /// A client sending through `transport`, coalescing concurrent commands.
@@ -67,7 +70,8 @@ impl<T: Transport> RestClient<T> {
             vec![queued]
         };
         if !batch.is_empty() {
-            self.pipeline(batch).await;
+            let (body, senders) = split(batch);
+            deliver(self.transport.post("/pipeline", body).await, senders);
         }
         receiver.await.unwrap_or_else(|_| {
             Err(Error::Network {
@@ -80,35 +84,36 @@ impl<T: Transport> RestClient<T> {
         // Pushing and taking cannot panic halfway, so a poisoned lock still holds a consistent queue.
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
 
-    /// Sends `batch` as one `/pipeline` request and hands each command its result, in order.
-    async fn pipeline(&self, batch: Vec<Queued>) {
-        let mut body = String::from("[");
-        let mut senders = Vec::with_capacity(batch.len());
-        for queued in batch {
-            if !senders.is_empty() {
-                body.push(',');
-            }
-            body.push_str(&queued.command);
-            senders.push(queued.reply);
+/// The `/pipeline` body sending `batch`, and where each reply goes, in order.
+fn split(batch: Vec<Queued>) -> (String, Vec<Reply>) {
+    let mut body = String::from("[");
+    let mut senders = Vec::with_capacity(batch.len());
+    for queued in batch {
+        if !senders.is_empty() {
+            body.push(',');
         }
-        body.push(']');
-        let count = senders.len();
-        let mut replies = self
-            .transport
-            .post("/pipeline", body)
-            .await
-            .and_then(|reply| decode_pipeline(reply, count))
-            .map(Vec::into_iter);
-        for sender in senders {
-            let reply = match &mut replies {
-                Ok(replies) => replies
-                    .next()
-                    .unwrap_or_else(|| Err(malformed("a missing reply"))),
-                Err(error) => Err(error.clone()),
-            };
-            let _ = sender.send(reply);
-        }
+        body.push_str(&queued.command);
+        senders.push(queued.reply);
+    }
+    body.push(']');
+    (body, senders)
+}
+
+/// Hands each command of a batch its result from the `/pipeline` request's `reply`.
+fn deliver(reply: Result<HttpReply>, senders: Vec<Reply>) {
+    let mut replies = reply
+        .and_then(|reply| decode_pipeline(reply, senders.len()))
+        .map(Vec::into_iter);
+    for sender in senders {
+        let reply = match &mut replies {
+            Ok(replies) => replies
+                .next()
+                .unwrap_or_else(|| Err(malformed("a missing reply"))),
+            Err(error) => Err(error.clone()),
+        };
+        let _ = sender.send(reply);
     }
 }
 
