@@ -5,6 +5,7 @@ pub mod json;
 mod layout;
 mod rest;
 mod script;
+mod slot;
 
 pub use backend::RedisBackend;
 pub use json::Value;

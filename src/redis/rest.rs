@@ -1,9 +1,9 @@
 //! The Upstash REST protocol over a [`Transport`]: commands out as JSON, replies and errors back typed.
 
 use super::json::{self, Value};
+use super::slot::{slot, Filler};
 use crate::error::{Error, Result};
 use crate::transport::{HttpReply, Transport};
-use futures_channel::oneshot;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Mutex, PoisonError};
@@ -21,11 +21,8 @@ pub struct RestClient<T> {
 /// A command waiting for its batch: its JSON text, and where its reply goes.
 struct Queued {
     command: String,
-    reply: Reply,
+    reply: Filler,
 }
-
-/// Where a command's reply goes.
-type Reply = oneshot::Sender<Result<Value>>;
 
 impl<T: Transport> RestClient<T> {
     /// A client sending through `transport`, coalescing concurrent commands.
@@ -55,10 +52,10 @@ impl<T: Transport> RestClient<T> {
 
     /// Runs one command given as JSON text (see [`json::encode_command`]).
     pub(crate) async fn send(&self, command: String) -> Result<Value> {
-        let (sender, receiver) = oneshot::channel();
+        let (filler, reply) = slot();
         let queued = Queued {
             command,
-            reply: sender,
+            reply: filler,
         };
         let batch = if self.coalesce {
             self.lock_queue().push(queued);
@@ -73,11 +70,7 @@ impl<T: Transport> RestClient<T> {
             let (body, senders) = split(batch);
             deliver(self.transport.post("/pipeline", body).await, senders);
         }
-        receiver.await.unwrap_or_else(|_| {
-            Err(Error::Network {
-                message: "the caller sending this command's batch was cancelled".to_owned(),
-            })
-        })
+        reply.await
     }
 
     fn lock_queue(&self) -> std::sync::MutexGuard<'_, Vec<Queued>> {
@@ -87,7 +80,7 @@ impl<T: Transport> RestClient<T> {
 }
 
 /// The `/pipeline` body sending `batch`, and where each reply goes, in order.
-fn split(batch: Vec<Queued>) -> (String, Vec<Reply>) {
+fn split(batch: Vec<Queued>) -> (String, Vec<Filler>) {
     let mut body = String::from("[");
     let mut senders = Vec::with_capacity(batch.len());
     for queued in batch {
@@ -102,7 +95,7 @@ fn split(batch: Vec<Queued>) -> (String, Vec<Reply>) {
 }
 
 /// Hands each command of a batch its result from the `/pipeline` request's `reply`.
-fn deliver(reply: Result<HttpReply>, senders: Vec<Reply>) {
+fn deliver(reply: Result<HttpReply>, senders: Vec<Filler>) {
     let mut replies = reply
         .and_then(|reply| decode_pipeline(reply, senders.len()))
         .map(Vec::into_iter);
@@ -113,7 +106,7 @@ fn deliver(reply: Result<HttpReply>, senders: Vec<Reply>) {
                 .unwrap_or_else(|| Err(malformed("a missing reply"))),
             Err(error) => Err(error.clone()),
         };
-        let _ = sender.send(reply);
+        sender.fill(reply);
     }
 }
 
