@@ -1,6 +1,6 @@
 //! `RedisBackend`: every algorithm as one atomic Lua script, one HTTP request per decision.
 
-use super::json::Value;
+use super::json::{encode_command, Value};
 use super::layout::{self, Call};
 use super::rest::{malformed, RestClient};
 use crate::algorithm::{Algorithm, State};
@@ -172,7 +172,7 @@ impl<T: Transport> Backend for RedisBackend<T> {
         let keys = layout::call(&params, key, self.clock.now_micros(), true).keys;
         let mut command = vec!["DEL"];
         command.extend(keys.iter().map(String::as_str));
-        self.client.command(&command).await.map(drop)
+        self.client.send(encode_command(&command)).await.map(drop)
     }
 
     fn backend_name(&self) -> &str {
@@ -193,29 +193,27 @@ impl<T: Transport> Backend for RedisBackend<T> {
     }
 
     async fn dynamic_limit(&self, limit_key: &str) -> Result<Option<u64>> {
-        let reply = self.client.command(&["GET", limit_key]).await?;
-        match reply {
-            Value::Null => Ok(None),
-            Value::String(text) => match text.parse::<u64>() {
-                Ok(limit) if limit >= 1 => Ok(Some(limit)),
-                _ => Err(malformed(&format!(
-                    "the dynamic limit in {limit_key} is not a whole number from 1: {}",
-                    quote(&text)
-                ))),
-            },
-            other => Err(malformed(&format!("GET {limit_key} returned {other}"))),
+        let reply = self
+            .client
+            .send(encode_command(&["GET", limit_key]))
+            .await?;
+        // The stored text read as the reply fields are (layout's integer, not a second parser).
+        match (&reply, layout::integer(std::slice::from_ref(&reply), 0)) {
+            (Value::Null, _) => Ok(None),
+            (Value::String(_), Ok(limit @ 1..)) => Ok(Some(limit.unsigned_abs())),
+            (Value::String(text), _) => Err(malformed(&format!(
+                "the dynamic limit in {limit_key} is not a whole number from 1: {}",
+                quote(text)
+            ))),
+            _ => Err(malformed(&format!("GET {limit_key} returned {reply}"))),
         }
     }
 
     async fn set_dynamic_limit(&self, limit_key: &str, limit: Option<u64>) -> Result<()> {
-        let reply = match limit {
-            Some(limit) => {
-                self.client
-                    .command(&["SET", limit_key, &limit.to_string()])
-                    .await
-            }
-            None => self.client.command(&["DEL", limit_key]).await,
+        let command = match limit {
+            Some(limit) => encode_command(&["SET", limit_key, &limit.to_string()]),
+            None => encode_command(&["DEL", limit_key]),
         };
-        reply.map(drop)
+        self.client.send(command).await.map(drop)
     }
 }
