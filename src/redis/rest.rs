@@ -67,8 +67,8 @@ impl<T: Transport> RestClient<T> {
             vec![queued]
         };
         if !batch.is_empty() {
-            let (body, senders) = split(batch);
-            deliver(self.transport.post("/pipeline", body).await, senders);
+            let (body, fillers) = split(batch);
+            deliver(self.transport.post("/pipeline", body).await, fillers);
         }
         reply.await
     }
@@ -82,31 +82,31 @@ impl<T: Transport> RestClient<T> {
 /// The `/pipeline` body sending `batch`, and where each reply goes, in order.
 fn split(batch: Vec<Queued>) -> (String, Vec<Filler>) {
     let mut body = String::from("[");
-    let mut senders = Vec::with_capacity(batch.len());
+    let mut fillers = Vec::with_capacity(batch.len());
     for queued in batch {
-        if !senders.is_empty() {
+        if !fillers.is_empty() {
             body.push(',');
         }
         body.push_str(&queued.command);
-        senders.push(queued.reply);
+        fillers.push(queued.reply);
     }
     body.push(']');
-    (body, senders)
+    (body, fillers)
 }
 
 /// Hands each command of a batch its result from the `/pipeline` request's `reply`.
-fn deliver(reply: Result<HttpReply>, senders: Vec<Filler>) {
+fn deliver(reply: Result<HttpReply>, fillers: Vec<Filler>) {
     let mut replies = reply
-        .and_then(|reply| decode_pipeline(reply, senders.len()))
+        .and_then(|reply| decode_pipeline(reply, fillers.len()))
         .map(Vec::into_iter);
-    for sender in senders {
+    for filler in fillers {
         let reply = match &mut replies {
             Ok(replies) => replies
                 .next()
                 .unwrap_or_else(|| Err(malformed("a missing reply"))),
             Err(error) => Err(error.clone()),
         };
-        sender.fill(reply);
+        filler.fill(reply);
     }
 }
 
