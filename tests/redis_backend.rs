@@ -31,7 +31,7 @@ fn hour_limits(capacity: u64) -> Vec<Algorithm> {
 
 async fn command(servers: &Servers, command: &[&str]) -> edgelimit::Result<Value> {
     let reply = RestClient::new(servers.gateway.transport())
-        .command(command.iter().map(|s| s.to_string()).collect())
+        .command(command)
         .await?;
     // The crate's own JSON value, written out and read back by serde_json to compare with `json!`.
     Ok(serde_json::from_str(&reply.to_string()).expect("the crate writes valid JSON"))

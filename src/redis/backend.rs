@@ -1,13 +1,14 @@
 //! `RedisBackend`: every algorithm as one atomic Lua script, one HTTP request per decision.
 
-use super::json::Value;
-use super::layout::Layout;
+use super::json::{encode_command, Value};
+use super::layout::{self, Call};
 use super::rest::{malformed, RestClient};
-use crate::algorithm::{Algorithm, Policy};
+use crate::algorithm::{Algorithm, State};
 use crate::backend::Backend;
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
-use crate::error::{Error, Result};
+use crate::error::{quote, Error, Result};
+use crate::number::format_f64;
 use crate::transport::Transport;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,24 +25,12 @@ pub struct RedisBackend<T> {
     redis_time: bool,
 }
 
-/// Runs `$body` with `$rule` bound to the concrete algorithm inside `$algorithm`.
-macro_rules! with_rule {
-    ($algorithm:expr, |$rule:ident| $body:expr) => {
-        match $algorithm {
-            Algorithm::FixedWindow($rule) => $body,
-            Algorithm::SlidingWindow($rule) => $body,
-            Algorithm::TokenBucket($rule) => $body,
-            Algorithm::Gcra($rule) => $body,
-        }
-    };
-}
-
 /// What a script found and decided, and the rule it applied (the dynamic limit may change it).
-struct Outcome<L: Layout> {
+struct Outcome {
     allowed: bool,
     now: u64,
-    stored: Option<L::State>,
-    rule: L,
+    stored: Option<State>,
+    rule: Algorithm,
 }
 
 impl<T: Transport> RedisBackend<T> {
@@ -81,43 +70,48 @@ impl<T: Transport> RedisBackend<T> {
 
     /// Runs `rule`'s script for `cost` on `key`, with the dynamic limit stored under `limit_key` if
     /// given.
-    async fn run<L: Layout>(
+    async fn run(
         &self,
-        rule: &L,
+        rule: Algorithm,
         key: &str,
         cost: f64,
         limit_key: Option<&str>,
-    ) -> Result<Outcome<L>> {
+    ) -> Result<Outcome> {
         let now = self.clock.now_micros();
         // Refuse a bad cost before anything reaches the network.
         rule.acquire(None, now, cost)?;
-        let mut call = rule.call(key, now, self.redis_time, cost);
+        let Call {
+            script,
+            mut keys,
+            args: [a, b, c],
+        } = layout::call(&rule, key, now, self.redis_time);
         let time = if self.redis_time {
             String::new()
         } else {
             now.to_string()
         };
-        let mut args: Vec<String> = std::iter::once(time).chain(call.args).collect();
+        let mut args = vec![
+            time,
+            a.to_string(),
+            b.to_string(),
+            c.to_string(),
+            format_f64(cost),
+        ];
         if let Some(limit_key) = limit_key {
-            call.keys.push(limit_key.to_owned());
+            keys.push(limit_key.to_owned());
             args.push("1".to_owned());
         }
-        let reply = rule.script().run(&self.client, &call.keys, &args).await?;
-        let Value::Array(fields) = reply else {
-            return Err(malformed(&format!(
-                "the {} script returned {reply}",
-                rule.script().name()
-            )));
-        };
+        let reply = script.run(&self.client, &keys, &args).await?;
+        let fields = reply.as_array().unwrap_or_default();
         let flag = |index: usize| fields.get(index).and_then(Value::as_u64);
         let (Some(allowed @ 0..=1), Some(now), Some(capacity)) = (flag(0), flag(1), flag(2)) else {
             return Err(malformed(&format!(
-                "the {} script returned {fields:?}",
-                rule.script().name()
+                "the {} script returned {reply}",
+                script.name()
             )));
         };
         let rule = if capacity == rule.capacity() {
-            rule.clone()
+            rule
         } else {
             rule.with_capacity(capacity).map_err(|error| Error::Redis {
                 message: format!("the dynamic limit {capacity} does not fit: {error}"),
@@ -126,32 +120,25 @@ impl<T: Transport> RedisBackend<T> {
         Ok(Outcome {
             allowed: allowed == 1,
             now,
-            stored: rule.decode(&fields[3..])?,
+            stored: layout::decode(&rule, fields.get(3..).unwrap_or_default())?,
             rule,
         })
     }
+}
 
-    async fn decide<L: Layout>(
-        &self,
-        rule: &L,
-        key: &str,
-        cost: f64,
-        limit_key: Option<&str>,
-    ) -> Result<Decision> {
-        let outcome = self.run(rule, key, cost, limit_key).await?;
-        let decision = outcome
+impl Outcome {
+    /// The decision on a request of `cost`, which the script ran: the algorithm's, checked to agree
+    /// with the script's.
+    fn decision(self, cost: f64) -> Result<Decision> {
+        let decision = self
             .rule
-            .acquire(outcome.stored, outcome.now, cost)?
+            .acquire(self.stored.as_ref(), self.now, cost)?
             .decision;
-        if decision.allowed != outcome.allowed {
+        if decision.allowed != self.allowed {
             return Err(malformed(&format!(
                 "the {} script {} a request the algorithm {}",
-                rule.script().name(),
-                if outcome.allowed {
-                    "admitted"
-                } else {
-                    "denied"
-                },
+                self.rule.name(),
+                if self.allowed { "admitted" } else { "denied" },
                 if decision.allowed { "admits" } else { "denies" },
             )));
         }
@@ -163,14 +150,12 @@ impl<T: Transport> RedisBackend<T> {
 #[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
 impl<T: Transport> Backend for RedisBackend<T> {
     async fn acquire(&self, key: &str, cost: f64, params: Algorithm) -> Result<Decision> {
-        with_rule!(params, |rule| self.decide(&rule, key, cost, None).await)
+        self.run(params, key, cost, None).await?.decision(cost)
     }
 
     async fn available(&self, key: &str, params: Algorithm) -> Result<f64> {
-        with_rule!(params, |rule| {
-            let outcome = self.run(&rule, key, 0.0, None).await?;
-            Ok(rule.available(outcome.stored, outcome.now))
-        })
+        let outcome = self.run(params, key, 0.0, None).await?;
+        Ok(params.available(outcome.stored.as_ref(), outcome.now))
     }
 
     async fn time_until_available(
@@ -179,16 +164,15 @@ impl<T: Transport> Backend for RedisBackend<T> {
         cost: f64,
         params: Algorithm,
     ) -> Result<Duration> {
-        with_rule!(params, |rule| {
-            let outcome = self.run(&rule, key, 0.0, None).await?;
-            rule.time_until_available(outcome.stored, outcome.now, cost)
-        })
+        let outcome = self.run(params, key, 0.0, None).await?;
+        params.time_until_available(outcome.stored.as_ref(), outcome.now, cost)
     }
 
     async fn reset(&self, key: &str, params: Algorithm) -> Result<()> {
-        let keys = with_rule!(params, |rule| rule.keys(key, self.clock.now_micros()));
-        let command = std::iter::once("DEL".to_owned()).chain(keys).collect();
-        self.client.command(command).await.map(drop)
+        let keys = layout::call(&params, key, self.clock.now_micros(), true).keys;
+        let mut command = vec!["DEL"];
+        command.extend(keys.iter().map(String::as_str));
+        self.client.send(encode_command(&command)).await.map(drop)
     }
 
     fn backend_name(&self) -> &str {
@@ -203,33 +187,33 @@ impl<T: Transport> Backend for RedisBackend<T> {
         params: Algorithm,
         limit_key: &str,
     ) -> Result<Decision> {
-        with_rule!(params, |rule| self
-            .decide(&rule, key, cost, Some(limit_key))
-            .await)
+        self.run(params, key, cost, Some(limit_key))
+            .await?
+            .decision(cost)
     }
 
     async fn dynamic_limit(&self, limit_key: &str) -> Result<Option<u64>> {
         let reply = self
             .client
-            .command(vec!["GET".to_owned(), limit_key.to_owned()])
+            .send(encode_command(&["GET", limit_key]))
             .await?;
-        match reply {
-            Value::Null => Ok(None),
-            Value::String(text) => match text.parse::<u64>() {
-                Ok(limit) if limit >= 1 => Ok(Some(limit)),
-                _ => Err(malformed(&format!(
-                    "the dynamic limit in {limit_key} is not a whole number from 1: {text:?}"
-                ))),
-            },
-            other => Err(malformed(&format!("GET {limit_key} returned {other}"))),
+        // The stored text read as the reply fields are (layout's integer, not a second parser).
+        match (&reply, layout::integer(std::slice::from_ref(&reply), 0)) {
+            (Value::Null, _) => Ok(None),
+            (Value::String(_), Ok(limit @ 1..)) => Ok(Some(limit.unsigned_abs())),
+            (Value::String(text), _) => Err(malformed(&format!(
+                "the dynamic limit in {limit_key} is not a whole number from 1: {}",
+                quote(text)
+            ))),
+            _ => Err(malformed(&format!("GET {limit_key} returned {reply}"))),
         }
     }
 
     async fn set_dynamic_limit(&self, limit_key: &str, limit: Option<u64>) -> Result<()> {
         let command = match limit {
-            Some(limit) => vec!["SET".to_owned(), limit_key.to_owned(), limit.to_string()],
-            None => vec!["DEL".to_owned(), limit_key.to_owned()],
+            Some(limit) => encode_command(&["SET", limit_key, &limit.to_string()]),
+            None => encode_command(&["DEL", limit_key]),
         };
-        self.client.command(command).await.map(drop)
+        self.client.send(command).await.map(drop)
     }
 }

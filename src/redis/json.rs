@@ -230,27 +230,15 @@ impl fmt::Debug for Number {
     }
 }
 
-/// A `/pipeline` request body: an array of commands, each an array of strings.
-pub fn encode_commands(commands: &[Vec<String>]) -> String {
-    let mut out = String::with_capacity(
-        2 + commands
-            .iter()
-            .map(|command| 3 + command.iter().map(|part| part.len() + 3).sum::<usize>())
-            .sum::<usize>(),
-    );
+/// One command as JSON text: an array of strings.
+pub fn encode_command(parts: &[&str]) -> String {
+    let mut out = String::with_capacity(2 + parts.iter().map(|part| part.len() + 3).sum::<usize>());
     out.push('[');
-    for (index, command) in commands.iter().enumerate() {
+    for (index, part) in parts.iter().enumerate() {
         if index > 0 {
             out.push(',');
         }
-        out.push('[');
-        for (index, part) in command.iter().enumerate() {
-            if index > 0 {
-                out.push(',');
-            }
-            write_string(&mut out, part);
-        }
-        out.push(']');
+        write_string(&mut out, part);
     }
     out.push(']');
     out
@@ -363,53 +351,45 @@ impl Parser<'_> {
         }
         match self.peek() {
             Some(b'"') => self.string().map(Value::String),
-            Some(b'[') => {
+            Some(open @ (b'[' | b'{')) => {
+                // Arrays and objects share one loop; an object's elements are named.
                 self.at += 1;
+                let object = open == b'{';
+                let (close, expected) = if object {
+                    (b'}', "`,` or `}`")
+                } else {
+                    (b']', "`,` or `]`")
+                };
                 let mut items = Vec::new();
-                self.skip_whitespace();
-                if self.peek() == Some(b']') {
-                    self.at += 1;
-                    return Ok(Value::Array(items));
-                }
-                loop {
-                    items.push(self.value(depth + 1)?);
-                    self.skip_whitespace();
-                    match self.peek() {
-                        Some(b',') => self.at += 1,
-                        Some(b']') => {
-                            self.at += 1;
-                            return Ok(Value::Array(items));
-                        }
-                        _ => return Err(self.error("`,` or `]`")),
-                    }
-                }
-            }
-            Some(b'{') => {
-                self.at += 1;
                 let mut members = Vec::new();
                 self.skip_whitespace();
-                if self.peek() == Some(b'}') {
-                    self.at += 1;
-                    return Ok(Value::Object(members));
-                }
-                loop {
-                    self.skip_whitespace();
-                    if self.peek() != Some(b'"') {
-                        return Err(self.error("a member name (a string)"));
-                    }
-                    let name = self.string()?;
-                    self.expect(b':', "`:`")?;
-                    members.push((name, self.value(depth + 1)?));
-                    self.skip_whitespace();
-                    match self.peek() {
-                        Some(b',') => self.at += 1,
-                        Some(b'}') => {
-                            self.at += 1;
-                            return Ok(Value::Object(members));
+                if self.peek() != Some(close) {
+                    loop {
+                        if object {
+                            self.skip_whitespace();
+                            if self.peek() != Some(b'"') {
+                                return Err(self.error("a member name (a string)"));
+                            }
+                            let name = self.string()?;
+                            self.expect(b':', "`:`")?;
+                            members.push((name, self.value(depth + 1)?));
+                        } else {
+                            items.push(self.value(depth + 1)?);
                         }
-                        _ => return Err(self.error("`,` or `}`")),
+                        self.skip_whitespace();
+                        match self.peek() {
+                            Some(b',') => self.at += 1,
+                            Some(byte) if byte == close => break,
+                            _ => return Err(self.error(expected)),
+                        }
                     }
                 }
+                self.at += 1;
+                Ok(if object {
+                    Value::Object(members)
+                } else {
+                    Value::Array(items)
+                })
             }
             Some(b'-' | b'0'..=b'9') => self.number(),
             _ => {
@@ -688,15 +668,19 @@ mod tests {
             ]
             .map(str::to_owned),
         );
-        let commands = vec![parts.clone(), Vec::new(), vec!["EVAL".to_owned()]];
-        let body = encode_commands(&commands);
-        assert_eq!(body, serde_json::to_string(&commands).unwrap());
+        let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+        let body = encode_command(&refs);
+        assert_eq!(body, serde_json::to_string(&parts).unwrap());
         // And reads back what it writes.
         let read = parse(&body).unwrap();
-        let first = read.as_array().unwrap()[0].as_array().unwrap();
-        let read: Vec<&str> = first.iter().map(|part| part.as_str().unwrap()).collect();
+        let read: Vec<&str> = read
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|part| part.as_str().unwrap())
+            .collect();
         assert_eq!(read, parts);
-        assert_eq!(encode_commands(&[]), "[]");
+        assert_eq!(encode_command(&[]), "[]");
     }
 
     #[test]
@@ -822,11 +806,11 @@ mod proptests {
 
         #[test]
         fn any_strings_round_trip(parts in proptest::collection::vec(".{0,12}", 0..6)) {
-            let commands = vec![parts.clone()];
-            let body = encode_commands(&commands);
-            prop_assert_eq!(&body, &serde_json::to_string(&commands).unwrap());
+            let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+            let body = encode_command(&refs);
+            prop_assert_eq!(&body, &serde_json::to_string(&parts).unwrap());
             let read = parse(&body).unwrap();
-            let read: Vec<String> = read.as_array().unwrap()[0]
+            let read: Vec<String> = read
                 .as_array()
                 .unwrap()
                 .iter()

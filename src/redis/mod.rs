@@ -5,9 +5,10 @@ pub mod json;
 mod layout;
 mod rest;
 mod script;
+mod slot;
 
 pub use backend::RedisBackend;
 pub use json::Value;
 pub use layout::SCRIPTS;
-pub use rest::{Command, RestClient};
+pub use rest::RestClient;
 pub use script::Script;

@@ -1,16 +1,13 @@
 //! The Upstash REST protocol over a [`Transport`]: commands out as JSON, replies and errors back typed.
 
 use super::json::{self, Value};
+use super::slot::{slot, Filler};
 use crate::error::{Error, Result};
 use crate::transport::{HttpReply, Transport};
-use futures_channel::oneshot;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Mutex, PoisonError};
 use std::task::{Context, Poll};
-
-/// One Redis command: its name and arguments, as strings.
-pub type Command = Vec<String>;
 
 /// A client of an Upstash-compatible REST server. Every request goes to `/pipeline`; with coalescing on,
 /// commands issued by concurrent callers in the same tick share one `/pipeline` request (each command
@@ -21,9 +18,10 @@ pub struct RestClient<T> {
     queue: Mutex<Vec<Queued>>,
 }
 
+/// A command waiting for its batch: its JSON text, and where its reply goes.
 struct Queued {
-    command: Command,
-    reply: oneshot::Sender<Result<Value>>,
+    command: String,
+    reply: Filler,
 }
 
 impl<T: Transport> RestClient<T> {
@@ -47,71 +45,73 @@ impl<T: Transport> RestClient<T> {
         &self.transport
     }
 
-    /// Runs one command; Redis errors come back as [`Error::Redis`].
-    pub async fn command(&self, command: Command) -> Result<Value> {
-        if !self.coalesce {
-            let mut replies = self.pipeline(vec![command]).await?;
-            return replies
-                .pop()
-                .unwrap_or_else(|| Err(malformed("an empty pipeline reply")));
-        }
-        let (sender, receiver) = oneshot::channel();
-        self.lock_queue().push(Queued {
+    /// Runs one command, its name then its arguments; Redis errors come back as [`Error::Redis`].
+    pub async fn command(&self, command: &[&str]) -> Result<Value> {
+        self.send(json::encode_command(command)).await
+    }
+
+    /// Runs one command given as JSON text (see [`json::encode_command`]).
+    pub(crate) async fn send(&self, command: String) -> Result<Value> {
+        let (filler, reply) = slot();
+        let queued = Queued {
             command,
-            reply: sender,
-        });
-        // Let every caller that is ready in this tick queue its command; the first to resume sends
-        // them all, the others find the queue empty and wait for their reply.
-        YieldOnce(false).await;
-        let batch = std::mem::take(&mut *self.lock_queue());
+            reply: filler,
+        };
+        let batch = if self.coalesce {
+            self.lock_queue().push(queued);
+            // Let every caller that is ready in this tick queue its command; the first to resume
+            // sends them all, the others find the queue empty and wait for their reply.
+            YieldOnce(false).await;
+            std::mem::take(&mut *self.lock_queue())
+        } else {
+            vec![queued]
+        };
         if !batch.is_empty() {
-            let (commands, senders): (Vec<_>, Vec<_>) = batch
-                .into_iter()
-                .map(|queued| (queued.command, queued.reply))
-                .unzip();
-            match self.pipeline(commands).await {
-                Ok(replies) => {
-                    for (sender, reply) in senders.into_iter().zip(replies) {
-                        let _ = sender.send(reply);
-                    }
-                }
-                Err(error) => {
-                    for sender in senders {
-                        let _ = sender.send(Err(error.clone()));
-                    }
-                }
-            }
+            let (body, fillers) = split(batch);
+            deliver(self.transport.post("/pipeline", body).await, fillers);
         }
-        receiver.await.unwrap_or_else(|_| {
-            Err(Error::Network {
-                message: "the caller sending this command's batch was cancelled".to_owned(),
-            })
-        })
+        reply.await
     }
 
     fn lock_queue(&self) -> std::sync::MutexGuard<'_, Vec<Queued>> {
         // Pushing and taking cannot panic halfway, so a poisoned lock still holds a consistent queue.
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
 
-    /// Sends `commands` as one `/pipeline` request; one result per command, in order.
-    pub async fn pipeline(&self, commands: Vec<Command>) -> Result<Vec<Result<Value>>> {
-        let count = commands.len();
-        let body = json::encode_commands(&commands);
-        let reply = self.transport.post("/pipeline", body).await?;
-        let items = decode_pipeline(reply)?;
-        if items.len() != count {
-            return Err(malformed(&format!(
-                "{} replies to {count} commands",
-                items.len()
-            )));
+/// The `/pipeline` body sending `batch`, and where each reply goes, in order.
+fn split(batch: Vec<Queued>) -> (String, Vec<Filler>) {
+    let mut body = String::from("[");
+    let mut fillers = Vec::with_capacity(batch.len());
+    for queued in batch {
+        if !fillers.is_empty() {
+            body.push(',');
         }
-        Ok(items)
+        body.push_str(&queued.command);
+        fillers.push(queued.reply);
+    }
+    body.push(']');
+    (body, fillers)
+}
+
+/// Hands each command of a batch its result from the `/pipeline` request's `reply`.
+fn deliver(reply: Result<HttpReply>, fillers: Vec<Filler>) {
+    let mut replies = reply
+        .and_then(|reply| decode_pipeline(reply, fillers.len()))
+        .map(Vec::into_iter);
+    for filler in fillers {
+        let reply = match &mut replies {
+            Ok(replies) => replies
+                .next()
+                .unwrap_or_else(|| Err(malformed("a missing reply"))),
+            Err(error) => Err(error.clone()),
+        };
+        filler.fill(reply);
     }
 }
 
-/// Turns a `/pipeline` reply into one result per command.
-fn decode_pipeline(reply: HttpReply) -> Result<Vec<Result<Value>>> {
+/// Turns a `/pipeline` reply into one result per command, `count` of them.
+fn decode_pipeline(reply: HttpReply, count: usize) -> Result<Vec<Result<Value>>> {
     let parsed = json::parse(&reply.body);
     if !(200..300).contains(&reply.status) {
         let message = parsed
@@ -131,6 +131,12 @@ fn decode_pipeline(reply: HttpReply) -> Result<Vec<Result<Value>>> {
             reply.body
         )));
     };
+    if items.len() != count {
+        return Err(malformed(&format!(
+            "{} replies to {count} commands",
+            items.len()
+        )));
+    }
     Ok(items.into_iter().map(decode_item).collect())
 }
 

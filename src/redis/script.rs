@@ -1,7 +1,7 @@
 //! A Lua script with its SHA-1, run as EVALSHA first and EVAL only when Redis does not know it.
 
-use super::json::Value;
-use super::rest::{Command, RestClient};
+use super::json::{self, Value};
+use super::rest::RestClient;
 use crate::error::{Error, Result};
 use crate::transport::Transport;
 
@@ -49,30 +49,32 @@ impl Script {
         keys: &[String],
         args: &[String],
     ) -> Result<Value> {
-        match client
-            .command(self.command("EVALSHA", self.sha1_string(), keys, args))
-            .await
-        {
-            Err(Error::Redis { message }) if message.starts_with("NOSCRIPT") => {
-                client
-                    .command(self.command("EVAL", self.source.to_owned(), keys, args))
-                    .await
+        let mut eval = false;
+        loop {
+            let command = {
+                let sha1 = self.sha1_string();
+                let count = keys.len().to_string();
+                let (verb, script) = if eval {
+                    ("EVAL", self.source)
+                } else {
+                    ("EVALSHA", sha1.as_str())
+                };
+                let mut parts = vec![verb, script, &count];
+                parts.extend(keys.iter().chain(args).map(String::as_str));
+                json::encode_command(&parts)
+            };
+            match client.send(command).await {
+                Err(Error::Redis { message }) if !eval && message.starts_with("NOSCRIPT") => {
+                    eval = true;
+                }
+                reply => return reply,
             }
-            reply => reply,
         }
     }
 
     /// The hex SHA-1 as a `String`, without [`Script::sha1`]'s UTF-8 check (0.3 KB of wasm).
     fn sha1_string(&self) -> String {
         self.sha1.iter().map(|&digit| char::from(digit)).collect()
-    }
-
-    fn command(&self, verb: &str, script: String, keys: &[String], args: &[String]) -> Command {
-        let mut command = Vec::with_capacity(3 + keys.len() + args.len());
-        command.extend([verb.to_owned(), script, keys.len().to_string()]);
-        command.extend(keys.iter().cloned());
-        command.extend(args.iter().cloned());
-        command
     }
 }
 
@@ -186,7 +188,7 @@ mod tests {
     }
 
     #[test]
-    fn scripts_are_the_prelude_and_their_file_with_comment_lines_blanked() {
+    fn scripts_are_the_prelude_and_their_file_with_comment_lines_blanked_and_no_indentation() {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/algorithm/");
         let read = |file: &str| std::fs::read_to_string(dir.to_owned() + file).unwrap();
         for script in crate::redis::SCRIPTS {
@@ -200,7 +202,7 @@ mod tests {
                 if line.trim_start().starts_with("--") {
                     assert_eq!(*sent, "", "{file}: {line}");
                 } else {
-                    assert_eq!(sent, line, "{file}");
+                    assert_eq!(*sent, line.trim_start_matches([' ', '\t']), "{file}");
                 }
             }
             assert!(lines.iter().any(|line| line.starts_with("--")), "{file}");

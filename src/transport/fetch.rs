@@ -7,11 +7,9 @@
 //! `instanceof` checks fail.
 
 use std::cell::Cell;
-use std::rc::Rc;
 use std::time::Duration;
 
 use js_sys::{Array, Function, Object, Promise, Reflect};
-use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortController, Response};
@@ -68,59 +66,57 @@ impl FetchTransport {
         self.timeout
     }
 
-    fn url(&self, path: &str) -> String {
-        if path.starts_with('/') {
-            format!("{}{path}", self.base_url)
-        } else {
-            format!("{}/{path}", self.base_url)
-        }
-    }
-
-    /// The `init` argument of `fetch`: method, headers, body, keepalive and abort signal.
-    fn init(&self, body: String, signal: Option<&web_sys::AbortSignal>) -> Result<Object> {
+    /// The `init` argument of `fetch`: method, headers, body, keepalive and the timer's abort signal.
+    fn init(&self, body: String, timer: Option<&Timer>) -> Object {
         let headers = Object::new();
         set(
             &headers,
             "Authorization",
             &self.authorization.as_str().into(),
-        )?;
-        set(&headers, "Content-Type", &"application/json".into())?;
+        );
+        set(&headers, "Content-Type", &"application/json".into());
         let init = Object::new();
-        set(&init, "method", &"POST".into())?;
-        set(&init, "headers", &headers)?;
-        if body.len() < KEEPALIVE_MAX_BODY {
-            set(&init, "keepalive", &JsValue::TRUE)?;
+        set(&init, "method", &"POST".into());
+        set(&init, "headers", &headers);
+        set(
+            &init,
+            "keepalive",
+            &JsValue::from_bool(body.len() < KEEPALIVE_MAX_BODY),
+        );
+        set(&init, "body", &body.into());
+        if let Some(timer) = timer {
+            set(&init, "signal", &timer.controller.signal());
         }
-        set(&init, "body", &body.into())?;
-        if let Some(signal) = signal {
-            set(&init, "signal", signal)?;
-        }
-        Ok(init)
+        init
     }
 
     async fn send(
         &self,
         global: &Object,
-        url: &str,
-        init: &Object,
+        path: &str,
+        body: String,
         timer: Option<&Timer>,
     ) -> Result<HttpReply> {
         let fetch = match &self.fetch {
             Some(fetch) => fetch.clone(),
             None => global_function(global, "fetch")?,
         };
+        let mut url = self.base_url.clone();
+        if !path.starts_with('/') {
+            url.push('/');
+        }
+        url.push_str(path);
         let pending = fetch
-            .call2(global, &url.into(), init)
+            .call2(global, &url.into(), &self.init(body, timer))
             .map_err(|e| network("fetch threw", &e))?;
-        let response = settle(Promise::resolve(&pending), timer)
+        let response = settle(pending, timer)
             .await
             .map_err(|e| network("fetch failed", &e))?;
-        if response.is_null() || !response.is_object() {
+        if !response.is_object() {
             return Err(Error::Network {
-                message: format!(
-                    "fetch resolved to {} instead of a Response",
-                    describe(&response)
-                ),
+                message: "fetch resolved to ".to_owned()
+                    + &describe(&response)
+                    + " instead of a Response",
             });
         }
         let response: Response = response.unchecked_into();
@@ -128,11 +124,11 @@ impl FetchTransport {
         let text = response
             .text()
             .map_err(|e| network("reading the body threw", &e))?;
-        let text = settle(Promise::resolve(&text), timer)
+        let text = settle(text.into(), timer)
             .await
             .map_err(|e| network("reading the body failed", &e))?;
         let body = text.as_string().ok_or_else(|| Error::Network {
-            message: format!("the body read as {} instead of text", describe(&text)),
+            message: "the body read as ".to_owned() + &describe(&text) + " instead of text",
         })?;
         Ok(HttpReply { status, body })
     }
@@ -142,37 +138,34 @@ impl FetchTransport {
 impl Transport for FetchTransport {
     async fn post(&self, path: &str, body: String) -> Result<HttpReply> {
         let global = js_sys::global();
-        let url = self.url(path);
         let timer = match self.timeout {
             Some(after) => Some(Timer::start(&global, after)?),
             None => None,
         };
-        let init = self.init(body, timer.as_ref().map(|t| &t.signal))?;
-        let result = self.send(&global, &url, &init, timer.as_ref()).await;
-        match (result, &timer) {
-            (Err(_), Some(timer)) if timer.fired.get() => {
-                Err(Error::Timeout { after: timer.after })
-            }
-            (result, _) => result,
+        let result = self.send(&global, path, body, timer.as_ref()).await;
+        match timer {
+            Some(timer) if timer.fired.get() => Err(Error::Timeout { after: timer.after }),
+            _ => result,
         }
-        // `timer` drops here, clearing the pending `setTimeout`.
+        // `timer` drops by now, clearing the pending `setTimeout`.
     }
 }
 
-/// A `setTimeout` that aborts the request's `AbortController` and settles `expired`.
+/// A `setTimeout` that fulfils `expired` with the request's `AbortController`, a value no `fetch` or
+/// `text()` resolves to.
 ///
-/// Racing against `expired` as well as aborting means a `fetch` that ignores `signal` (a custom one)
-/// still gives up on time. Dropping the timer clears the JavaScript timeout, so none is left pending
-/// (it would keep Node alive, and call a freed closure).
+/// Racing against `expired`, then aborting, means a `fetch` that ignores `signal` (a custom one) still
+/// gives up on time. No Rust closure is involved: `setTimeout` calls the promise's own `resolve`.
+/// Dropping the timer clears the JavaScript timeout, so none is left pending (it would keep Node
+/// alive).
 struct Timer {
     after: Duration,
-    signal: web_sys::AbortSignal,
+    controller: AbortController,
     expired: Promise,
-    fired: Rc<Cell<bool>>,
+    fired: Cell<bool>,
     clear: Function,
     global: Object,
     id: JsValue,
-    _on_expiry: Closure<dyn FnMut()>,
 }
 
 impl Timer {
@@ -181,40 +174,21 @@ impl Timer {
         let clear = global_function(global, "clearTimeout")?;
         let controller =
             AbortController::new().map_err(|e| network("AbortController is unavailable", &e))?;
-        let signal = controller.signal();
-
-        let mut resolve_expired = None;
+        let millis = JsValue::from_f64(after.as_millis().min(i32::MAX as u128) as f64);
+        let mut id = Err(JsValue::UNDEFINED);
         // `new_typed`, the constructor wasm-bindgen-futures uses too: one import in the glue, not two.
-        let expired =
-            Promise::new_typed::<JsValue>(&mut |resolve, _reject| resolve_expired = Some(resolve));
-        let resolve_expired = resolve_expired.ok_or_else(|| Error::Network {
-            message: "the Promise constructor did not run its executor".to_owned(),
-        })?;
-
-        let fired = Rc::new(Cell::new(false));
-        let on_expiry = {
-            let fired = Rc::clone(&fired);
-            Closure::<dyn FnMut()>::new(move || {
-                if fired.replace(true) {
-                    return;
-                }
-                controller.abort();
-                let _ = resolve_expired.call1(&JsValue::UNDEFINED, &JsValue::UNDEFINED);
-            })
-        };
-        let millis = after.as_millis().min(i32::MAX as u128) as f64;
-        let id = set_timeout
-            .call2(global, on_expiry.as_ref(), &millis.into())
-            .map_err(|e| network("setTimeout threw", &e))?;
+        let expired = Promise::new_typed::<JsValue>(&mut |resolve, _reject| {
+            id = set_timeout.call3(global, &resolve.into(), &millis, &controller);
+        });
+        let id = id.map_err(|e| network("setTimeout threw", &e))?;
         Ok(Self {
             after,
-            signal,
+            controller,
             expired,
-            fired,
+            fired: Cell::new(false),
             clear,
             global: global.clone(),
             id,
-            _on_expiry: on_expiry,
         })
     }
 }
@@ -225,16 +199,18 @@ impl Drop for Timer {
     }
 }
 
-/// Awaits `promise`, or the timer's expiry if that comes first (then an error: the caller reports
-/// the timeout).
-async fn settle(promise: Promise, timer: Option<&Timer>) -> std::result::Result<JsValue, JsValue> {
-    let Some(timer) = timer else {
-        return JsFuture::from(promise).await;
-    };
-    let race = Promise::race(&Array::of2(&promise, &timer.expired));
-    let value = JsFuture::from(race).await?;
-    if timer.fired.get() {
-        return Err(JsValue::from_str("timed out"));
+/// Awaits `pending` (a promise or a value, of any realm), or the timer's expiry if that comes first:
+/// then the request is aborted and the timer marked as fired (the caller reports the timeout).
+async fn settle(pending: JsValue, timer: Option<&Timer>) -> std::result::Result<JsValue, JsValue> {
+    // Without a timer, racing `pending` against itself adopts it as `Promise.resolve` would.
+    let expired = timer.map_or(&pending, |timer| &timer.expired);
+    let value = JsFuture::from(Promise::race(&Array::of2(&pending, expired))).await?;
+    if let Some(timer) = timer {
+        if value == **timer.controller {
+            timer.fired.set(true);
+            timer.controller.abort();
+            return Err(value);
+        }
     }
     Ok(value)
 }
@@ -246,58 +222,58 @@ fn global_function(global: &Object, name: &str) -> Result<Function> {
         Ok(value.unchecked_into())
     } else {
         Err(Error::Network {
-            message: format!("this JavaScript runtime has no global `{name}` function"),
+            message: "this JavaScript runtime has no global `".to_owned() + name + "` function",
         })
     }
 }
 
-fn set(target: &Object, key: &str, value: &JsValue) -> Result<()> {
-    Reflect::set(target, &key.into(), value)
-        .map(drop)
-        .map_err(|e| network("building the request failed", &e))
+/// Sets `target[key]`; a fresh plain object takes any key, so there is no failure to report.
+fn set(target: &Object, key: &str, value: &JsValue) {
+    let _ = Reflect::set(target, &key.into(), value);
 }
 
+/// A network error: `context`, then the JavaScript value that came instead.
 fn network(context: &str, error: &JsValue) -> Error {
     Error::Network {
-        message: format!("{context}: {}", describe(error)),
+        message: context.to_owned() + ": " + &describe(error),
     }
 }
 
 /// A JavaScript value as text: `name: message` for errors, with the `cause` when there is one
 /// (Node's `fetch failed` says what went wrong only there).
 fn describe(value: &JsValue) -> String {
-    if let Some(text) = value.as_string() {
-        return text;
+    if value.is_function() {
+        return "a function".to_owned();
     }
     if !value.is_object() {
-        // A primitive (`undefined`, a number, a symbol...) as `String(value)` writes it; not `{:?}`,
-        // whose JavaScript half is a page of glue.
-        return if value.is_function() {
-            "a function".to_owned()
-        } else {
-            crate::number::js_string(value)
-        };
+        // A primitive (a string, `undefined`, a number, a symbol...) as `String(value)` writes it; not
+        // `{:?}`, whose JavaScript half is a page of glue.
+        return crate::number::js_string(value);
     }
-    let field = |of: &JsValue, key: &str| {
-        Reflect::get(of, &key.into())
-            .ok()
-            .and_then(|v| v.as_string())
-            .filter(|s| !s.is_empty())
+    let message = field(value, "message");
+    let mut text = match field(value, "name") {
+        name if name.is_empty() || message.is_empty() => message,
+        name => name + ": " + &message,
     };
-    let mut text = match (field(value, "name"), field(value, "message")) {
-        (Some(name), Some(message)) => format!("{name}: {message}"),
-        (None, Some(message)) => message,
-        _ => js_sys::JSON::stringify(value)
+    if text.is_empty() {
+        text = js_sys::JSON::stringify(value)
             .ok()
             .and_then(|s| s.as_string())
-            .unwrap_or_else(|| "an unknown JavaScript error".to_owned()),
-    };
+            .unwrap_or_else(|| "an unknown JavaScript error".to_owned());
+    }
     if let Ok(cause) = Reflect::get(value, &"cause".into()) {
-        if cause.is_object() {
-            if let Some(message) = field(&cause, "message") {
-                text = format!("{text} ({message})");
-            }
+        let message = field(&cause, "message");
+        if !message.is_empty() {
+            text = text + " (" + &message + ")";
         }
     }
     text
+}
+
+/// `of[key]` if it is a string, else empty.
+fn field(of: &JsValue, key: &str) -> String {
+    Reflect::get(of, &key.into())
+        .ok()
+        .and_then(|value| value.as_string())
+        .unwrap_or_default()
 }
