@@ -6,6 +6,7 @@
 
 mod ephemeral_cache;
 mod local_counts;
+mod store;
 
 pub use ephemeral_cache::EphemeralCache;
 
@@ -19,6 +20,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
+use store::Store;
 
 /// The prefix `@upstash/ratelimit` uses, and so the default.
 pub const DEFAULT_PREFIX: &str = "@upstash/ratelimit";
@@ -102,7 +104,7 @@ pub struct Remaining {
 /// A rate limit applied to identifiers: a backend, an algorithm, a prefix, an ephemeral cache, a fail
 /// mode, and optionally local counts (`cachedFixedWindow`) and dynamic limits.
 pub struct Ratelimit {
-    backend: Arc<dyn Backend>,
+    backend: Arc<dyn Store>,
     algorithm: Algorithm,
     prefix: String,
     cache: Option<Arc<EphemeralCache>>,
@@ -338,7 +340,7 @@ impl Ratelimit {
         if let Some(counts) = &self.local_counts {
             counts.remove(&key);
         }
-        self.backend.reset(&key, self.algorithm).await
+        self.backend.forget(&key, self.algorithm).await
     }
 
     /// Stores `limit` as the dynamic limit of this prefix (it must fit the algorithm as its capacity
@@ -348,13 +350,13 @@ impl Ratelimit {
         if let Some(limit) = limit {
             self.algorithm.with_capacity(limit)?;
         }
-        self.backend.set_dynamic_limit(&key, limit).await
+        self.backend.write_limit(&key, limit).await
     }
 
     /// The dynamic limit of this prefix, if one is set. Needs [`Ratelimit::with_dynamic_limits`].
     pub async fn dynamic_limit(&self) -> Result<Option<u64>> {
         let key = self.enabled_dynamic_limit_key()?;
-        self.backend.dynamic_limit(&key).await
+        self.backend.read_limit(&key).await
     }
 
     /// Where the dynamic limit is stored, when dynamic limits are enabled.
@@ -372,14 +374,9 @@ impl Ratelimit {
     /// The backend's decision, through the dynamic limit when enabled.
     async fn acquire(&self, key: &str, rate: f64) -> Result<Decision> {
         let limit_key = self.dynamic_limit_key();
-        decide(
-            &*self.backend,
-            key,
-            rate,
-            self.algorithm,
-            limit_key.as_deref(),
-        )
-        .await
+        self.backend
+            .decide(key, rate, self.algorithm, limit_key.as_deref())
+            .await
     }
 
     /// The answer from the local counts, when they know `key`'s current window; a request they admit
@@ -415,7 +412,10 @@ impl Ratelimit {
         let limit_key = self.dynamic_limit_key();
         let key = key.to_owned();
         let write: Pending = Box::pin(async move {
-            match decide(&*backend, &key, rate, algorithm, limit_key.as_deref()).await {
+            match backend
+                .decide(&key, rate, algorithm, limit_key.as_deref())
+                .await
+            {
                 Ok(decision) => counts.record(&key, window, used(&decision), decision.limit),
                 // Ask the backend next time, which applies the fail mode if it still fails.
                 Err(_) => counts.remove(&key),
@@ -460,24 +460,6 @@ impl Ratelimit {
             });
         }
         self.algorithm.acquire(None, now_micros, rate).map(drop)
-    }
-}
-
-/// `backend`'s decision on `key`, through the dynamic limit under `limit_key` if given.
-async fn decide(
-    backend: &dyn Backend,
-    key: &str,
-    rate: f64,
-    algorithm: Algorithm,
-    limit_key: Option<&str>,
-) -> Result<Decision> {
-    match limit_key {
-        Some(limit_key) => {
-            backend
-                .acquire_with_dynamic_limit(key, rate, algorithm, limit_key)
-                .await
-        }
-        None => backend.acquire(key, rate, algorithm).await,
     }
 }
 
