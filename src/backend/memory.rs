@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 /// The seeded hasher of the key table: foldhash natively, for speed; std's SipHash on wasm, which the
-/// package has anyway (for `HashMap`), so foldhash's code is not shipped twice over.
+/// limit's caches hash with too (src/ratelimit/), so that no second hasher is shipped.
 #[cfg(not(target_arch = "wasm32"))]
 type HashState = foldhash::fast::RandomState;
 #[cfg(target_arch = "wasm32")]

@@ -1,14 +1,17 @@
 //! The ephemeral cache of `@upstash/ratelimit`: identifiers known to be blocked, answered without asking
 //! the backend, but bounded in size (the peer's grows forever) and forgotten when the block ends.
 
-use std::collections::HashMap;
+// hashbrown's map rather than std's: the memory backend's table is hashbrown's, so the wasm package
+// carries one copy of the table code, not two.
+use hashbrown::HashMap;
+use std::hash::RandomState;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Identifiers known to be blocked until some time, at most `max_entries` of them. One cache may be
 /// shared by several [`Ratelimit`](super::Ratelimit)s (keys carry their prefix).
 #[derive(Debug)]
 pub struct EphemeralCache {
-    entries: Mutex<HashMap<String, Block>>,
+    entries: Mutex<HashMap<String, Block, RandomState>>,
     max_entries: usize,
 }
 
@@ -27,7 +30,7 @@ impl EphemeralCache {
     /// A cache of up to `max_entries` blocked keys (at least 1).
     pub fn new(max_entries: usize) -> Self {
         Self {
-            entries: Mutex::new(HashMap::new()),
+            entries: Mutex::new(HashMap::default()),
             max_entries: max_entries.max(1),
         }
     }
@@ -42,7 +45,7 @@ impl EphemeralCache {
         self.len() == 0
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Block>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Block, RandomState>> {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 

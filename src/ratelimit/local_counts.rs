@@ -2,7 +2,10 @@
 //! that a request can be answered at once and written to the backend afterwards.
 
 use crate::algorithm::FixedWindow;
-use std::collections::HashMap;
+// hashbrown's map rather than std's: the memory backend's table is hashbrown's, so the wasm package
+// carries one copy of the table code, not two.
+use hashbrown::HashMap;
+use std::hash::RandomState;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Per key, the window of `rule` it was counted in, the count and the limit that applied; at most
@@ -10,7 +13,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 #[derive(Debug)]
 pub(super) struct LocalCounts {
     rule: FixedWindow,
-    entries: Mutex<HashMap<String, Count>>,
+    entries: Mutex<HashMap<String, Count, RandomState>>,
     max_entries: usize,
 }
 
@@ -33,7 +36,7 @@ impl LocalCounts {
     pub fn new(rule: FixedWindow, max_entries: usize) -> Self {
         Self {
             rule,
-            entries: Mutex::new(HashMap::new()),
+            entries: Mutex::new(HashMap::default()),
             max_entries: max_entries.max(1),
         }
     }
@@ -48,7 +51,7 @@ impl LocalCounts {
         (window + 1) * self.rule.window_ms()
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Count>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Count, RandomState>> {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
