@@ -105,13 +105,10 @@ impl LocalCounts {
             return;
         }
         if entries.len() >= self.max_entries {
-            entries.retain(|_, count| count.window >= window);
-            if entries.len() >= self.max_entries {
-                // Still full of current windows: forget any one (it is asked of the backend next time).
-                if let Some(any) = entries.keys().next().cloned() {
-                    entries.remove(&any);
-                }
-            }
+            // Past windows go; if there are none, the table is full of current windows: forget any one
+            // (the first met; it is asked of the backend next time).
+            let mut spare = entries.values().all(|count| count.window >= window);
+            entries.retain(|_, count| count.window >= window && !std::mem::take(&mut spare));
         }
         entries.insert(
             key.to_owned(),
@@ -131,5 +128,32 @@ impl LocalCounts {
     /// How many keys are counted.
     pub fn len(&self) -> usize {
         self.lock().len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn full_counts_drop_past_windows_else_any_one_key() {
+        let rule = FixedWindow::new(10, Duration::from_secs(1)).unwrap();
+        let counts = LocalCounts::new(rule, 2);
+        counts.record("a", 5, 1, 10);
+        counts.record("b", 5, 2, 10);
+        counts.record("c", 5, 3, 10);
+        assert_eq!(counts.len(), 2);
+        assert_eq!(counts.peek("c", 5).map(|count| count.used), Some(3));
+        assert_eq!(
+            ["a", "b"]
+                .into_iter()
+                .filter(|key| counts.peek(key, 5).is_some())
+                .count(),
+            1
+        );
+        counts.record("d", 6, 4, 10);
+        assert_eq!(counts.len(), 1, "both keys of window 5 went");
+        assert_eq!(counts.peek("d", 6).map(|count| count.used), Some(4));
     }
 }
