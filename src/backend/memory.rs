@@ -169,22 +169,26 @@ impl MemoryBackend {
         let mut shard = self.lock(self.shard_of(hash));
         shard.ticks += 1;
         let used_at = shard.ticks;
-        if let Some(slot) = shard.slots.find_mut(hash, |slot| &*slot.key == key) {
-            let (state, answer) = f((now < slot.idle_at).then_some(&slot.state), now)?;
-            slot.idle_at = params.idle_at(&state);
-            slot.state = state;
-            slot.used_at = used_at;
-            return Ok(answer);
-        }
-        let (state, answer) = f(None, now)?;
-        let slot = Slot {
-            key: key.into(),
-            idle_at: params.idle_at(&state),
-            state,
-            used_at,
-        };
-        if slot.idle_at > now {
-            shard.insert(hash, slot, now, &self.hasher);
+        let found = shard.slots.find_mut(hash, |slot| &*slot.key == key);
+        let live = found.as_deref().filter(|slot| now < slot.idle_at);
+        let (state, answer) = f(live.map(|slot| &slot.state), now)?;
+        let idle_at = params.idle_at(&state);
+        match found {
+            Some(slot) => {
+                slot.idle_at = idle_at;
+                slot.state = state;
+                slot.used_at = used_at;
+            }
+            None if idle_at > now => {
+                let slot = Slot {
+                    key: key.into(),
+                    idle_at,
+                    state,
+                    used_at,
+                };
+                shard.insert(hash, slot, now, &self.hasher);
+            }
+            None => {}
         }
         Ok(answer)
     }
