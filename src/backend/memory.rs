@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 /// The seeded hasher of the key table: foldhash natively, for speed; std's SipHash on wasm, which the
-/// package has anyway (for `HashMap`), so foldhash's code is not shipped twice over.
+/// limit's caches hash with too (src/ratelimit/), so that no second hasher is shipped.
 #[cfg(not(target_arch = "wasm32"))]
 type HashState = foldhash::fast::RandomState;
 #[cfg(target_arch = "wasm32")]
@@ -38,8 +38,9 @@ pub struct MemoryBackend {
     shards: Box<[Mutex<Shard>]>,
     hasher: HashState,
     clock: Arc<dyn Clock>,
-    /// Limits set with [`Backend::set_dynamic_limit`], by key.
-    dynamic_limits: Mutex<std::collections::HashMap<String, u64>>,
+    /// Limits set with [`Backend::set_dynamic_limit`], with their keys: one per limit prefix that uses
+    /// dynamic limits, so a few at most, and a list is less code than a map.
+    dynamic_limits: Mutex<Vec<(Box<str>, u64)>>,
 }
 
 struct Shard {
@@ -115,6 +116,47 @@ impl MemoryBackend {
         self.len() == 0
     }
 
+    /// [`Backend::acquire`], done at once.
+    fn decide(&self, key: &str, cost: f64, params: Algorithm) -> Result<Decision> {
+        self.update(key, params, |state, now| {
+            let transition = params.acquire(state, now, cost)?;
+            Ok((transition.state, transition.decision))
+        })
+    }
+
+    /// [`Backend::reset`], done at once.
+    fn forget(&self, key: &str) {
+        let hash = self.hasher.hash_one(key);
+        let mut shard = self.lock(self.shard_of(hash));
+        if let Ok(slot) = shard.slots.find_entry(hash, |slot| &*slot.key == key) {
+            slot.remove();
+        }
+    }
+
+    /// The limit stored under `limit_key`, if any.
+    fn stored_limit(&self, limit_key: &str) -> Option<u64> {
+        let limits = self.limits();
+        limits
+            .iter()
+            .find(|(key, _)| **key == *limit_key)
+            .map(|&(_, limit)| limit)
+    }
+
+    /// Stores `limit` under `limit_key`, or removes it for `None`.
+    fn store_limit(&self, limit_key: &str, limit: Option<u64>) {
+        let mut limits = self.limits();
+        limits.retain(|(key, _)| **key != *limit_key);
+        if let Some(limit) = limit {
+            limits.push((limit_key.into(), limit));
+        }
+    }
+
+    fn limits(&self) -> MutexGuard<'_, Vec<(Box<str>, u64)>> {
+        self.dynamic_limits
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Runs `f` on `key`'s live state under its shard's lock, and stores the state it returns.
     fn update<T>(
         &self,
@@ -127,22 +169,26 @@ impl MemoryBackend {
         let mut shard = self.lock(self.shard_of(hash));
         shard.ticks += 1;
         let used_at = shard.ticks;
-        if let Some(slot) = shard.slots.find_mut(hash, |slot| &*slot.key == key) {
-            let (state, answer) = f((now < slot.idle_at).then_some(&slot.state), now)?;
-            slot.idle_at = params.idle_at(&state);
-            slot.state = state;
-            slot.used_at = used_at;
-            return Ok(answer);
-        }
-        let (state, answer) = f(None, now)?;
-        let slot = Slot {
-            key: key.into(),
-            idle_at: params.idle_at(&state),
-            state,
-            used_at,
-        };
-        if slot.idle_at > now {
-            shard.insert(hash, slot, now, &self.hasher);
+        let found = shard.slots.find_mut(hash, |slot| &*slot.key == key);
+        let live = found.as_deref().filter(|slot| now < slot.idle_at);
+        let (state, answer) = f(live.map(|slot| &slot.state), now)?;
+        let idle_at = params.idle_at(&state);
+        match found {
+            Some(slot) => {
+                slot.idle_at = idle_at;
+                slot.state = state;
+                slot.used_at = used_at;
+            }
+            None if idle_at > now => {
+                let slot = Slot {
+                    key: key.into(),
+                    idle_at,
+                    state,
+                    used_at,
+                };
+                shard.insert(hash, slot, now, &self.hasher);
+            }
+            None => {}
         }
         Ok(answer)
     }
@@ -213,14 +259,13 @@ fn nth_smallest_by_sort(mut values: Vec<u64>, index: usize) -> u64 {
     values[index]
 }
 
+// The store does no I/O: each async method only calls a plain one, so that the futures stay small and
+// the work is compiled once.
 #[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]
 #[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
 impl Backend for MemoryBackend {
     async fn acquire(&self, key: &str, cost: f64, params: Algorithm) -> Result<Decision> {
-        self.update(key, params, |state, now| {
-            let transition = params.acquire(state, now, cost)?;
-            Ok((transition.state, transition.decision))
-        })
+        self.decide(key, cost, params)
     }
 
     async fn available(&self, key: &str, params: Algorithm) -> Result<f64> {
@@ -239,11 +284,7 @@ impl Backend for MemoryBackend {
     }
 
     async fn reset(&self, key: &str, _params: Algorithm) -> Result<()> {
-        let hash = self.hasher.hash_one(key);
-        let mut shard = self.lock(self.shard_of(hash));
-        if let Ok(slot) = shard.slots.find_entry(hash, |slot| &*slot.key == key) {
-            slot.remove();
-        }
+        self.forget(key);
         Ok(())
     }
 
@@ -251,23 +292,26 @@ impl Backend for MemoryBackend {
         "memory"
     }
 
+    async fn acquire_with_dynamic_limit(
+        &self,
+        key: &str,
+        cost: f64,
+        params: Algorithm,
+        limit_key: &str,
+    ) -> Result<Decision> {
+        let params = match self.stored_limit(limit_key) {
+            Some(limit) => params.with_capacity(limit)?,
+            None => params,
+        };
+        self.decide(key, cost, params)
+    }
+
     async fn dynamic_limit(&self, limit_key: &str) -> Result<Option<u64>> {
-        let limits = self
-            .dynamic_limits
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        Ok(limits.get(limit_key).copied())
+        Ok(self.stored_limit(limit_key))
     }
 
     async fn set_dynamic_limit(&self, limit_key: &str, limit: Option<u64>) -> Result<()> {
-        let mut limits = self
-            .dynamic_limits
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        match limit {
-            Some(limit) => limits.insert(limit_key.to_owned(), limit),
-            None => limits.remove(limit_key),
-        };
+        self.store_limit(limit_key, limit);
         Ok(())
     }
 }

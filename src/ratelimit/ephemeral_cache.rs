@@ -1,14 +1,17 @@
 //! The ephemeral cache of `@upstash/ratelimit`: identifiers known to be blocked, answered without asking
 //! the backend, but bounded in size (the peer's grows forever) and forgotten when the block ends.
 
-use std::collections::HashMap;
+// hashbrown's map rather than std's: the memory backend's table is hashbrown's, so the wasm package
+// carries one copy of the table code, not two.
+use hashbrown::HashMap;
+use std::hash::RandomState;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Identifiers known to be blocked until some time, at most `max_entries` of them. One cache may be
 /// shared by several [`Ratelimit`](super::Ratelimit)s (keys carry their prefix).
 #[derive(Debug)]
 pub struct EphemeralCache {
-    entries: Mutex<HashMap<String, Block>>,
+    entries: Mutex<HashMap<String, Block, RandomState>>,
     max_entries: usize,
 }
 
@@ -27,7 +30,7 @@ impl EphemeralCache {
     /// A cache of up to `max_entries` blocked keys (at least 1).
     pub fn new(max_entries: usize) -> Self {
         Self {
-            entries: Mutex::new(HashMap::new()),
+            entries: Mutex::new(HashMap::default()),
             max_entries: max_entries.max(1),
         }
     }
@@ -42,7 +45,7 @@ impl EphemeralCache {
         self.len() == 0
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Block>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Block, RandomState>> {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -61,17 +64,14 @@ impl EphemeralCache {
     pub(super) fn insert(&self, key: String, rate: f64, until_ms: u64, limit: u64, now_ms: u64) {
         let mut entries = self.lock();
         if entries.len() >= self.max_entries && !entries.contains_key(&key) {
-            entries.retain(|_, block| block.until_ms > now_ms);
-            if entries.len() >= self.max_entries {
-                // Still full of live blocks: drop the one that would expire first.
-                let soonest = entries
-                    .iter()
-                    .min_by_key(|(_, block)| block.until_ms)
-                    .map(|(key, _)| key.clone());
-                if let Some(soonest) = soonest {
-                    entries.remove(&soonest);
-                }
-            }
+            // Expired blocks go; if there are none, the cache is full of live blocks: drop the one that
+            // would expire first (the first met of those).
+            let soonest = entries.values().map(|block| block.until_ms).min();
+            let mut soonest = soonest.filter(|&until_ms| until_ms > now_ms);
+            entries.retain(|_, block| {
+                block.until_ms > now_ms
+                    && (soonest != Some(block.until_ms) || soonest.take().is_none())
+            });
         }
         let rate = match entries.get(&key) {
             Some(old) if old.until_ms > now_ms => old.rate.min(rate),
@@ -90,5 +90,37 @@ impl EphemeralCache {
     /// Forgets `key`.
     pub(super) fn remove(&self, key: &str) {
         self.lock().remove(key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_cache_drops_expired_blocks_else_the_one_expiring_first() {
+        let cache = EphemeralCache::new(3);
+        for (key, until_ms) in [("a", 100), ("b", 50), ("c", 50)] {
+            cache.insert(key.to_owned(), 1.0, until_ms, 5, 0);
+        }
+        cache.insert("d".to_owned(), 1.0, 70, 5, 0);
+        let held = |now_ms| {
+            let mut held: Vec<&str> = ["a", "b", "c", "d"]
+                .into_iter()
+                .filter(|key| cache.blocked(key, 1.0, now_ms).is_some())
+                .collect();
+            held.sort_unstable();
+            held
+        };
+        let after_one = held(0);
+        assert!(
+            after_one == ["a", "c", "d"] || after_one == ["a", "b", "d"],
+            "{after_one:?}"
+        );
+        // At 60 the remaining 50 ms block has expired: it goes, and nothing live is dropped.
+        cache.insert("e".to_owned(), 1.0, 90, 5, 60);
+        assert_eq!(cache.len(), 3);
+        assert!(cache.blocked("e", 1.0, 60).is_some());
+        assert_eq!(held(60), ["a", "d"]);
     }
 }

@@ -2,7 +2,10 @@
 //! that a request can be answered at once and written to the backend afterwards.
 
 use crate::algorithm::FixedWindow;
-use std::collections::HashMap;
+// hashbrown's map rather than std's: the memory backend's table is hashbrown's, so the wasm package
+// carries one copy of the table code, not two.
+use hashbrown::HashMap;
+use std::hash::RandomState;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Per key, the window of `rule` it was counted in, the count and the limit that applied; at most
@@ -10,7 +13,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 #[derive(Debug)]
 pub(super) struct LocalCounts {
     rule: FixedWindow,
-    entries: Mutex<HashMap<String, Count>>,
+    entries: Mutex<HashMap<String, Count, RandomState>>,
     max_entries: usize,
 }
 
@@ -33,7 +36,7 @@ impl LocalCounts {
     pub fn new(rule: FixedWindow, max_entries: usize) -> Self {
         Self {
             rule,
-            entries: Mutex::new(HashMap::new()),
+            entries: Mutex::new(HashMap::default()),
             max_entries: max_entries.max(1),
         }
     }
@@ -48,7 +51,7 @@ impl LocalCounts {
         (window + 1) * self.rule.window_ms()
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Count>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Count, RandomState>> {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -102,13 +105,10 @@ impl LocalCounts {
             return;
         }
         if entries.len() >= self.max_entries {
-            entries.retain(|_, count| count.window >= window);
-            if entries.len() >= self.max_entries {
-                // Still full of current windows: forget any one (it is asked of the backend next time).
-                if let Some(any) = entries.keys().next().cloned() {
-                    entries.remove(&any);
-                }
-            }
+            // Past windows go; if there are none, the table is full of current windows: forget any one
+            // (the first met; it is asked of the backend next time).
+            let mut spare = entries.values().all(|count| count.window >= window);
+            entries.retain(|_, count| count.window >= window && !std::mem::take(&mut spare));
         }
         entries.insert(
             key.to_owned(),
@@ -128,5 +128,32 @@ impl LocalCounts {
     /// How many keys are counted.
     pub fn len(&self) -> usize {
         self.lock().len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn full_counts_drop_past_windows_else_any_one_key() {
+        let rule = FixedWindow::new(10, Duration::from_secs(1)).unwrap();
+        let counts = LocalCounts::new(rule, 2);
+        counts.record("a", 5, 1, 10);
+        counts.record("b", 5, 2, 10);
+        counts.record("c", 5, 3, 10);
+        assert_eq!(counts.len(), 2);
+        assert_eq!(counts.peek("c", 5).map(|count| count.used), Some(3));
+        assert_eq!(
+            ["a", "b"]
+                .into_iter()
+                .filter(|key| counts.peek(key, 5).is_some())
+                .count(),
+            1
+        );
+        counts.record("d", 6, 4, 10);
+        assert_eq!(counts.len(), 1, "both keys of window 5 went");
+        assert_eq!(counts.peek("d", 6).map(|count| count.used), Some(4));
     }
 }

@@ -6,6 +6,7 @@
 
 mod ephemeral_cache;
 mod local_counts;
+mod store;
 
 pub use ephemeral_cache::EphemeralCache;
 
@@ -19,6 +20,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
+use store::{BoxFuture, Store};
 
 /// The prefix `@upstash/ratelimit` uses, and so the default.
 pub const DEFAULT_PREFIX: &str = "@upstash/ratelimit";
@@ -102,12 +104,13 @@ pub struct Remaining {
 /// A rate limit applied to identifiers: a backend, an algorithm, a prefix, an ephemeral cache, a fail
 /// mode, and optionally local counts (`cachedFixedWindow`) and dynamic limits.
 pub struct Ratelimit {
-    backend: Arc<dyn Backend>,
+    backend: Arc<dyn Store>,
     algorithm: Algorithm,
     prefix: String,
     cache: Option<Arc<EphemeralCache>>,
     local_counts: Option<Arc<LocalCounts>>,
-    dynamic_limits: bool,
+    /// Where the dynamic limit is stored (`<prefix>:dynamic:global`), when dynamic limits are enabled.
+    limit_key: Option<String>,
     fail_mode: FailMode,
     clock: Arc<dyn Clock>,
 }
@@ -122,7 +125,7 @@ impl Ratelimit {
             prefix: DEFAULT_PREFIX.to_owned(),
             cache: Some(Arc::new(EphemeralCache::new(DEFAULT_CACHE_SIZE))),
             local_counts: None,
-            dynamic_limits: false,
+            limit_key: None,
             fail_mode: FailMode::Open,
             clock: Arc::new(SystemClock),
         }
@@ -131,7 +134,8 @@ impl Ratelimit {
     /// The same limit with keys `<prefix>:<identifier>`.
     pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
-        self
+        let dynamic_limits = self.limit_key.is_some();
+        self.with_dynamic_limits(dynamic_limits)
     }
 
     /// The same limit with an ephemeral cache of up to `max_entries` blocked identifiers (at least 1),
@@ -166,7 +170,7 @@ impl Ratelimit {
     /// [`Ratelimit::set_dynamic_limit`] (key `<prefix>:dynamic:global`, shared with
     /// `@upstash/ratelimit`) replaces the algorithm's capacity for every identifier.
     pub fn with_dynamic_limits(mut self, enabled: bool) -> Self {
-        self.dynamic_limits = enabled;
+        self.limit_key = enabled.then(|| self.prefix.clone() + DYNAMIC_LIMIT_SUFFIX);
         self
     }
 
@@ -338,48 +342,35 @@ impl Ratelimit {
         if let Some(counts) = &self.local_counts {
             counts.remove(&key);
         }
-        self.backend.reset(&key, self.algorithm).await
+        self.backend.forget(&key, self.algorithm).await
     }
 
     /// Stores `limit` as the dynamic limit of this prefix (it must fit the algorithm as its capacity
     /// would), or removes it for `None`. Needs [`Ratelimit::with_dynamic_limits`].
     pub async fn set_dynamic_limit(&self, limit: Option<u64>) -> Result<()> {
-        let key = self.enabled_dynamic_limit_key()?;
+        let key = self.enabled_limit_key()?;
         if let Some(limit) = limit {
             self.algorithm.with_capacity(limit)?;
         }
-        self.backend.set_dynamic_limit(&key, limit).await
+        self.backend.write_limit(key, limit).await
     }
 
     /// The dynamic limit of this prefix, if one is set. Needs [`Ratelimit::with_dynamic_limits`].
     pub async fn dynamic_limit(&self) -> Result<Option<u64>> {
-        let key = self.enabled_dynamic_limit_key()?;
-        self.backend.dynamic_limit(&key).await
+        let key = self.enabled_limit_key()?;
+        self.backend.read_limit(key).await
     }
 
-    /// Where the dynamic limit is stored, when dynamic limits are enabled.
-    fn dynamic_limit_key(&self) -> Option<String> {
-        self.dynamic_limits
-            .then(|| format!("{}{DYNAMIC_LIMIT_SUFFIX}", self.prefix))
-    }
-
-    fn enabled_dynamic_limit_key(&self) -> Result<String> {
-        self.dynamic_limit_key().ok_or_else(|| Error::Unsupported {
+    fn enabled_limit_key(&self) -> Result<&str> {
+        self.limit_key.as_deref().ok_or_else(|| Error::Unsupported {
             what: "dynamic limits are not enabled for this limit".to_owned(),
         })
     }
 
-    /// The backend's decision, through the dynamic limit when enabled.
-    async fn acquire(&self, key: &str, rate: f64) -> Result<Decision> {
-        let limit_key = self.dynamic_limit_key();
-        decide(
-            &*self.backend,
-            key,
-            rate,
-            self.algorithm,
-            limit_key.as_deref(),
-        )
-        .await
+    /// The backend's decision, through the dynamic limit when enabled: the backend's own future.
+    fn acquire<'a>(&'a self, key: &'a str, rate: f64) -> BoxFuture<'a, Result<Decision>> {
+        self.backend
+            .decide(key, rate, self.algorithm, self.limit_key.as_deref())
     }
 
     /// The answer from the local counts, when they know `key`'s current window; a request they admit
@@ -412,10 +403,13 @@ impl Ratelimit {
         let backend = Arc::clone(&self.backend);
         let counts = Arc::clone(counts);
         let algorithm = self.algorithm;
-        let limit_key = self.dynamic_limit_key();
+        let limit_key = self.limit_key.clone();
         let key = key.to_owned();
         let write: Pending = Box::pin(async move {
-            match decide(&*backend, &key, rate, algorithm, limit_key.as_deref()).await {
+            match backend
+                .decide(&key, rate, algorithm, limit_key.as_deref())
+                .await
+            {
                 Ok(decision) => counts.record(&key, window, used(&decision), decision.limit),
                 // Ask the backend next time, which applies the fail mode if it still fails.
                 Err(_) => counts.remove(&key),
@@ -460,24 +454,6 @@ impl Ratelimit {
             });
         }
         self.algorithm.acquire(None, now_micros, rate).map(drop)
-    }
-}
-
-/// `backend`'s decision on `key`, through the dynamic limit under `limit_key` if given.
-async fn decide(
-    backend: &dyn Backend,
-    key: &str,
-    rate: f64,
-    algorithm: Algorithm,
-    limit_key: Option<&str>,
-) -> Result<Decision> {
-    match limit_key {
-        Some(limit_key) => {
-            backend
-                .acquire_with_dynamic_limit(key, rate, algorithm, limit_key)
-                .await
-        }
-        None => backend.acquire(key, rate, algorithm).await,
     }
 }
 
@@ -830,6 +806,28 @@ mod tests {
 
             let zero = limiter.set_dynamic_limit(Some(0)).await.unwrap_err();
             assert!(matches!(zero, Error::InvalidParameter { .. }), "{zero}");
+        });
+    }
+
+    #[test]
+    fn the_dynamic_limit_key_follows_the_prefix_whatever_the_order() {
+        let clock = ManualClock::from_millis(START_MS);
+        let shared = Arc::new(memory(&clock));
+        let prefix_first = Ratelimit::new(Arc::clone(&shared), fixed(2, 60))
+            .with_prefix("p")
+            .with_dynamic_limits(true);
+        let prefix_last = Ratelimit::new(Arc::clone(&shared), fixed(2, 60))
+            .with_dynamic_limits(true)
+            .with_prefix("p");
+        let other = Ratelimit::new(Arc::clone(&shared), fixed(2, 60)).with_dynamic_limits(true);
+        pollster::block_on(async {
+            prefix_first.set_dynamic_limit(Some(7)).await.unwrap();
+            assert_eq!(prefix_last.dynamic_limit().await.unwrap(), Some(7));
+            assert_eq!(other.dynamic_limit().await.unwrap(), None);
+            assert_eq!(
+                shared.dynamic_limit("p:dynamic:global").await.unwrap(),
+                Some(7)
+            );
         });
     }
 
