@@ -6,9 +6,12 @@
 
 mod ephemeral_cache;
 mod local_counts;
+mod settings;
 mod store;
 
 pub use ephemeral_cache::EphemeralCache;
+pub(crate) use settings::Settings;
+pub(crate) use store::Store;
 
 use crate::algorithm::{Algorithm, MAX_COUNT};
 use crate::backend::Backend;
@@ -20,7 +23,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
-use store::{BoxFuture, Store};
+use store::BoxFuture;
 
 /// The prefix `@upstash/ratelimit` uses, and so the default.
 pub const DEFAULT_PREFIX: &str = "@upstash/ratelimit";
@@ -119,14 +122,27 @@ impl Ratelimit {
     /// A limit applying `algorithm` in `backend`, with the default prefix, an ephemeral cache of
     /// [`DEFAULT_CACHE_SIZE`] identifiers, failing open, on the system clock.
     pub fn new(backend: impl Backend + 'static, algorithm: impl Into<Algorithm>) -> Self {
+        Self::from_settings(Arc::new(backend), algorithm.into(), Settings::default())
+    }
+
+    /// A limit set up as `settings` say, built in one step (a chain of builder methods makes a limit
+    /// per call, and a default cache that a chosen one replaces), on the system clock.
+    pub(crate) fn from_settings(
+        backend: Arc<dyn Store>,
+        algorithm: Algorithm,
+        settings: Settings,
+    ) -> Self {
+        let limit_key = settings
+            .dynamic_limits
+            .then(|| settings.prefix.clone() + DYNAMIC_LIMIT_SUFFIX);
         Self {
-            backend: Arc::new(backend),
-            algorithm: algorithm.into(),
-            prefix: DEFAULT_PREFIX.to_owned(),
-            cache: Some(Arc::new(EphemeralCache::new(DEFAULT_CACHE_SIZE))),
+            backend,
+            algorithm,
+            prefix: settings.prefix,
+            cache: settings.cache,
             local_counts: None,
-            limit_key: None,
-            fail_mode: FailMode::Open,
+            limit_key,
+            fail_mode: settings.fail_mode,
             clock: Arc::new(SystemClock),
         }
     }

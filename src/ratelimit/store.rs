@@ -13,14 +13,14 @@ use std::pin::Pin;
 
 /// The future a [`Backend`] method returns (through `async_trait`): `Send` natively, not on wasm.
 #[cfg(not(target_arch = "wasm32"))]
-pub(super) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// The future a [`Backend`] method returns (through `async_trait`): `Send` natively, not on wasm.
 #[cfg(target_arch = "wasm32")]
-pub(super) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
 
 /// What a limit asks of its backend; every [`Backend`] is one. Each method hands back the backend's
 /// own future, adding no state machine of its own.
-pub(super) trait Store: MaybeSendSync {
+pub(crate) trait Store: MaybeSendSync {
     /// [`Backend::acquire`], or [`Backend::acquire_with_dynamic_limit`] when `limit_key` is given.
     fn decide<'a>(
         &'a self,

@@ -8,11 +8,15 @@ use super::redis::RedisConfig;
 use super::shared_cache::shared_cache;
 use super::sleep::sleep;
 use crate::backend::MemoryBackend;
-use crate::ratelimit::{FailMode, Ratelimit, Response, DEFAULT_CACHE_SIZE};
+use crate::ratelimit::{
+    EphemeralCache, FailMode, Ratelimit, Response, Settings, Store, DEFAULT_CACHE_SIZE,
+    DEFAULT_PREFIX,
+};
 use crate::redis::RedisBackend;
 use crate::transport::FetchTransport;
 use js_sys::{Object, Promise, Reflect};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 use wasm_bindgen::prelude::*;
 
@@ -128,28 +132,29 @@ impl JsRatelimit {
         }
 
         let redis = get(&config, "redis")?;
-        let limiter = if redis.is_undefined() {
-            Ratelimit::new(MemoryBackend::new(), algorithm)
+        let backend: Arc<dyn Store> = if redis.is_undefined() {
+            Arc::new(MemoryBackend::new())
         } else {
             let redis = RedisConfig::read(CONTEXT, "redis", &redis)?;
             let transport = FetchTransport::new(&redis.url, &redis.token)
                 .with_timeout(timeout)
                 .with_fetch(redis.fetch);
-            Ratelimit::new(RedisBackend::new(transport), algorithm)
+            Arc::new(RedisBackend::new(transport))
         };
-        let mut limiter = match shared {
-            Some(map) => limiter.with_shared_ephemeral_cache(shared_cache(&map)),
-            None => limiter.with_ephemeral_cache(size),
-        }
-        .with_fail_mode(fail_mode)
-        .with_dynamic_limits(dynamic_limits.as_bool() == Some(true));
+        let settings = Settings {
+            prefix: prefix.unwrap_or_else(|| DEFAULT_PREFIX.to_owned()),
+            cache: match shared {
+                Some(map) => Some(shared_cache(&map)),
+                None => size.map(|max| Arc::new(EphemeralCache::new(max))),
+            },
+            dynamic_limits: dynamic_limits.as_bool() == Some(true),
+            fail_mode,
+        };
+        let mut limiter = Ratelimit::from_settings(backend, algorithm, settings);
         if cached {
             limiter = limiter
                 .with_local_counts(size.unwrap_or(DEFAULT_CACHE_SIZE))
                 .map_err(|error| to_js_error(CONTEXT, &error))?;
-        }
-        if let Some(prefix) = prefix {
-            limiter = limiter.with_prefix(prefix);
         }
         Ok(JsRatelimit {
             inner: Rc::new(limiter),

@@ -1,0 +1,31 @@
+//! `Settings`: everything about a [`Ratelimit`](super::Ratelimit) but its backend, algorithm, local
+//! counts and clock, for building one in a single step.
+
+use super::{EphemeralCache, FailMode, DEFAULT_CACHE_SIZE, DEFAULT_PREFIX};
+use std::sync::Arc;
+
+/// How [`Ratelimit::from_settings`](super::Ratelimit::from_settings) sets a limit up; the default is
+/// that of [`Ratelimit::new`](super::Ratelimit::new).
+pub(crate) struct Settings {
+    /// Keys are `<prefix>:<identifier>`.
+    pub prefix: String,
+    /// The ephemeral cache of blocked identifiers, if any.
+    pub cache: Option<Arc<EphemeralCache>>,
+    /// Whether a dynamic limit stored under the prefix applies.
+    pub dynamic_limits: bool,
+    /// What to answer when the backend fails.
+    pub fail_mode: FailMode,
+}
+
+impl Default for Settings {
+    /// The default prefix, an ephemeral cache of [`DEFAULT_CACHE_SIZE`] identifiers, no dynamic
+    /// limits, failing open.
+    fn default() -> Self {
+        Self {
+            prefix: DEFAULT_PREFIX.to_owned(),
+            cache: Some(Arc::new(EphemeralCache::new(DEFAULT_CACHE_SIZE))),
+            dynamic_limits: false,
+            fail_mode: FailMode::Open,
+        }
+    }
+}
