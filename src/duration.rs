@@ -17,11 +17,13 @@ pub fn parse_duration(input: &str) -> Result<Duration> {
         input: input.to_owned(),
         reason,
     };
+    // Bytes and checked splits, not `str` slicing, whose char-boundary panics would come along.
     let text = input.trim();
     let number_end = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .bytes()
+        .position(|byte| !(byte.is_ascii_digit() || byte == b'.'))
         .ok_or_else(|| invalid("missing unit (one of ms, s, m, h, d, w)"))?;
-    let (number, unit) = text.split_at(number_end);
+    let (number, unit) = text.split_at_checked(number_end).unwrap_or_default();
     let unit_ms: u64 = match unit.trim_start() {
         "ms" => 1,
         "s" => 1_000,
@@ -35,8 +37,10 @@ pub fn parse_duration(input: &str) -> Result<Duration> {
             ))
         }
     };
-    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-    if whole.is_empty() || (number.contains('.') && fraction.is_empty()) || fraction.contains('.') {
+    let mut parts = number.as_bytes().split(|&byte| byte == b'.');
+    let whole = parts.next().unwrap_or_default();
+    let fraction = parts.next();
+    if whole.is_empty() || fraction.is_some_and(<[u8]>::is_empty) || parts.next().is_some() {
         return Err(invalid(
             "expected a number followed by one of ms, s, m, h, d, w",
         ));
@@ -45,13 +49,16 @@ pub fn parse_duration(input: &str) -> Result<Duration> {
     // 2^a · 3^b · 5^c · 7^d milliseconds with a ≤ 10 and c ≤ 5, so a fraction of more than 10 digits
     // (trailing zeros aside) is never a whole number of milliseconds, and one of at most 10 times a
     // unit stays below 10^10 · 604,800,000 < 2^63.
-    let fraction = fraction.trim_end_matches('0');
+    let mut fraction = fraction.unwrap_or_default();
+    while let [digits @ .., b'0'] = fraction {
+        fraction = digits;
+    }
     let not_whole = || invalid("not a whole number of milliseconds");
     if fraction.len() > 10 {
         return Err(not_whole());
     }
-    let value = |digits: &str| {
-        digits.bytes().try_fold(0u64, |value, digit| {
+    let value = |digits: &[u8]| {
+        digits.iter().try_fold(0u64, |value, digit| {
             value.checked_mul(10)?.checked_add(u64::from(digit - b'0'))
         })
     };
