@@ -132,6 +132,12 @@ impl Ratelimit {
         algorithm: Algorithm,
         settings: Settings,
     ) -> Self {
+        let local_counts = match (algorithm, settings.local_counts) {
+            (Algorithm::FixedWindow(rule), Some(max_entries)) => {
+                Some(Arc::new(LocalCounts::new(rule, max_entries)))
+            }
+            _ => None,
+        };
         let limit_key = settings
             .dynamic_limits
             .then(|| settings.prefix.clone() + DYNAMIC_LIMIT_SUFFIX);
@@ -140,7 +146,7 @@ impl Ratelimit {
             algorithm,
             prefix: settings.prefix,
             cache: settings.cache,
-            local_counts: None,
+            local_counts,
             limit_key,
             fail_mode: settings.fail_mode,
             clock: Arc::new(SystemClock),

@@ -1,5 +1,5 @@
-//! `Settings`: everything about a [`Ratelimit`](super::Ratelimit) but its backend, algorithm, local
-//! counts and clock, for building one in a single step.
+//! `Settings`: everything about a [`Ratelimit`](super::Ratelimit) but its backend, algorithm and
+//! clock, for building one in a single step.
 
 use super::{EphemeralCache, FailMode, DEFAULT_CACHE_SIZE, DEFAULT_PREFIX};
 use std::sync::Arc;
@@ -11,6 +11,9 @@ pub(crate) struct Settings {
     pub prefix: String,
     /// The ephemeral cache of blocked identifiers, if any.
     pub cache: Option<Arc<EphemeralCache>>,
+    /// Local counts of up to this many identifiers (`cachedFixedWindow`), if any; a fixed window has
+    /// them, other algorithms never.
+    pub local_counts: Option<usize>,
     /// Whether a dynamic limit stored under the prefix applies.
     pub dynamic_limits: bool,
     /// What to answer when the backend fails.
@@ -18,12 +21,13 @@ pub(crate) struct Settings {
 }
 
 impl Default for Settings {
-    /// The default prefix, an ephemeral cache of [`DEFAULT_CACHE_SIZE`] identifiers, no dynamic
-    /// limits, failing open.
+    /// The default prefix, an ephemeral cache of [`DEFAULT_CACHE_SIZE`] identifiers, no local counts,
+    /// no dynamic limits, failing open.
     fn default() -> Self {
         Self {
             prefix: DEFAULT_PREFIX.to_owned(),
             cache: Some(Arc::new(EphemeralCache::new(DEFAULT_CACHE_SIZE))),
+            local_counts: None,
             dynamic_limits: false,
             fail_mode: FailMode::Open,
         }

@@ -147,15 +147,12 @@ impl JsRatelimit {
                 Some(map) => Some(shared_cache(&map)),
                 None => size.map(|max| Arc::new(EphemeralCache::new(max))),
             },
+            // A cached fixed window counts in the cache's stead, as many identifiers as it would hold.
+            local_counts: cached.then(|| size.unwrap_or(DEFAULT_CACHE_SIZE)),
             dynamic_limits: dynamic_limits.as_bool() == Some(true),
             fail_mode,
         };
-        let mut limiter = Ratelimit::from_settings(backend, algorithm, settings);
-        if cached {
-            limiter = limiter
-                .with_local_counts(size.unwrap_or(DEFAULT_CACHE_SIZE))
-                .map_err(|error| to_js_error(CONTEXT, &error))?;
-        }
+        let limiter = Ratelimit::from_settings(backend, algorithm, settings);
         Ok(JsRatelimit {
             inner: Rc::new(limiter),
         })
