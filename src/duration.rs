@@ -13,16 +13,21 @@ pub const MAX_DURATION_MS: u64 = (1 << 53) - 1;
 /// whitespace is ignored. Empty input, a missing or unknown unit, a sign, exponents, zero, a result that is
 /// not a whole number of milliseconds, or one above [`MAX_DURATION_MS`] is an error that quotes the input.
 pub fn parse_duration(input: &str) -> Result<Duration> {
-    let invalid = |reason| Error::InvalidDuration {
+    parse(input).map_err(|reason| Error::InvalidDuration {
         input: input.to_owned(),
         reason,
-    };
+    })
+}
+
+/// [`parse_duration`], failing with the reason alone (the JavaScript bindings quote the value
+/// themselves).
+pub(crate) fn parse(input: &str) -> Result<Duration, &'static str> {
     // Bytes and checked splits, not `str` slicing, whose char-boundary panics would come along.
     let text = input.trim();
     let number_end = text
         .bytes()
         .position(|byte| !(byte.is_ascii_digit() || byte == b'.'))
-        .ok_or_else(|| invalid("missing unit (one of ms, s, m, h, d, w)"))?;
+        .ok_or("missing unit (one of ms, s, m, h, d, w)")?;
     let (number, unit) = text.split_at_checked(number_end).unwrap_or_default();
     let unit_ms: u64 = match unit.trim_start() {
         "ms" => 1,
@@ -31,19 +36,13 @@ pub fn parse_duration(input: &str) -> Result<Duration> {
         "h" => 3_600_000,
         "d" => 86_400_000,
         "w" => 604_800_000,
-        _ => {
-            return Err(invalid(
-                "expected a number followed by one of ms, s, m, h, d, w",
-            ))
-        }
+        _ => return Err("expected a number followed by one of ms, s, m, h, d, w"),
     };
     let mut parts = number.as_bytes().split(|&byte| byte == b'.');
     let whole = parts.next().unwrap_or_default();
     let fraction = parts.next();
     if whole.is_empty() || fraction.is_some_and(<[u8]>::is_empty) || parts.next().is_some() {
-        return Err(invalid(
-            "expected a number followed by one of ms, s, m, h, d, w",
-        ));
+        return Err("expected a number followed by one of ms, s, m, h, d, w");
     }
     // Exact integer arithmetic: whole · unit + fraction · unit / 10^digits. Every unit is
     // 2^a · 3^b · 5^c · 7^d milliseconds with a ≤ 10 and c ≤ 5, so a fraction of more than 10 digits
@@ -53,9 +52,9 @@ pub fn parse_duration(input: &str) -> Result<Duration> {
     while let [digits @ .., b'0'] = fraction {
         fraction = digits;
     }
-    let not_whole = || invalid("not a whole number of milliseconds");
+    let not_whole = "not a whole number of milliseconds";
     if fraction.len() > 10 {
-        return Err(not_whole());
+        return Err(not_whole);
     }
     let value = |digits: &[u8]| {
         digits.iter().try_fold(0u64, |value, digit| {
@@ -65,35 +64,40 @@ pub fn parse_duration(input: &str) -> Result<Duration> {
     let scale = 10u64.pow(fraction.len() as u32);
     let fraction_ms = value(fraction).unwrap_or(0) * unit_ms;
     if fraction_ms % scale != 0 {
-        return Err(not_whole());
+        return Err(not_whole);
     }
     let millis = value(whole)
         .and_then(|whole| whole.checked_mul(unit_ms))
         .and_then(|whole_ms| whole_ms.checked_add(fraction_ms / scale))
-        .ok_or_else(|| invalid("too large"))?;
-    millis_in_range(millis).map_err(invalid)
+        .ok_or("too large")?;
+    millis_in_range(millis)
 }
 
 /// Checks a number of milliseconds given as a float (as JavaScript passes them): finite, whole, positive
 /// and at most [`MAX_DURATION_MS`].
 pub fn duration_from_millis(millis: f64) -> Result<Duration> {
-    let invalid = |reason| Error::InvalidDuration {
+    from_millis(millis).map_err(|reason| Error::InvalidDuration {
         input: crate::number::format_f64(millis),
         reason,
-    };
+    })
+}
+
+/// [`duration_from_millis`], failing with the reason alone (the JavaScript bindings quote the value
+/// themselves).
+pub(crate) fn from_millis(millis: f64) -> Result<Duration, &'static str> {
     if !millis.is_finite() {
-        return Err(invalid("not a finite number"));
+        return Err("not a finite number");
     }
     if millis.fract() != 0.0 {
-        return Err(invalid("not a whole number of milliseconds"));
+        return Err("not a whole number of milliseconds");
     }
     if millis < 0.0 {
-        return Err(invalid("negative"));
+        return Err("negative");
     }
     if millis > MAX_DURATION_MS as f64 {
-        return Err(invalid("too large"));
+        return Err("too large");
     }
-    millis_in_range(millis as u64).map_err(invalid)
+    millis_in_range(millis as u64)
 }
 
 fn millis_in_range(millis: u64) -> Result<Duration, &'static str> {

@@ -3,8 +3,7 @@
 
 use super::errors::{range_error, type_error};
 use crate::algorithm::MAX_COUNT;
-use crate::duration::{duration_from_millis, parse_duration};
-use crate::error::Error;
+use crate::duration;
 use js_sys::Reflect;
 use std::time::Duration;
 use wasm_bindgen::JsValue;
@@ -59,20 +58,16 @@ pub fn number(context: &str, field: &str, expected: &str, value: &JsValue) -> Js
 /// A duration: a string such as `"10 s"` or a number of milliseconds.
 pub fn duration(context: &str, field: &str, value: &JsValue) -> JsResult<Duration> {
     let parsed = if let Some(text) = value.as_string() {
-        parse_duration(&text)
+        duration::parse(&text)
     } else {
-        duration_from_millis(number(
+        duration::from_millis(number(
             context,
             field,
             "must be a duration such as \"10 s\" or a number of milliseconds",
             value,
         )?)
     };
-    parsed.map_err(|error| {
-        let reason = match error {
-            Error::InvalidDuration { reason, .. } => reason,
-            _ => "is invalid",
-        };
+    parsed.map_err(|reason| {
         range_error(
             context,
             field,
