@@ -12,13 +12,23 @@ use wasm_bindgen::prelude::*;
 /// The tag on limiter objects, so that a stray object is not taken for one.
 const TAG: &str = "edgelimit.limiter";
 
-/// The algorithms, by the names of their factories.
-const NAMES: [&str; 5] = [
-    "fixedWindow",
-    "cachedFixedWindow",
-    "slidingWindow",
-    "tokenBucket",
-    "gcra",
+/// An algorithm's factory: past the JavaScript boundary a tag, not a name to compare.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    FixedWindow,
+    CachedFixedWindow,
+    SlidingWindow,
+    TokenBucket,
+    Gcra,
+}
+
+/// Every [`Kind`] with the name of its factory, in the order of the enum.
+const KINDS: [(&str, Kind); 5] = [
+    ("fixedWindow", Kind::FixedWindow),
+    ("cachedFixedWindow", Kind::CachedFixedWindow),
+    ("slidingWindow", Kind::SlidingWindow),
+    ("tokenBucket", Kind::TokenBucket),
+    ("gcra", Kind::Gcra),
 ];
 
 #[wasm_bindgen(js_class = Ratelimit)]
@@ -28,6 +38,7 @@ impl JsRatelimit {
     pub fn fixed_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
         make(
             "Ratelimit.fixedWindow",
+            Kind::FixedWindow,
             WINDOW_FIELDS,
             [tokens, window, JsValue::UNDEFINED],
         )
@@ -39,6 +50,7 @@ impl JsRatelimit {
     pub fn cached_fixed_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
         make(
             "Ratelimit.cachedFixedWindow",
+            Kind::CachedFixedWindow,
             WINDOW_FIELDS,
             [tokens, window, JsValue::UNDEFINED],
         )
@@ -49,6 +61,7 @@ impl JsRatelimit {
     pub fn sliding_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
         make(
             "Ratelimit.slidingWindow",
+            Kind::SlidingWindow,
             WINDOW_FIELDS,
             [tokens, window, JsValue::UNDEFINED],
         )
@@ -63,6 +76,7 @@ impl JsRatelimit {
     ) -> JsResult<JsValue> {
         make(
             "Ratelimit.tokenBucket",
+            Kind::TokenBucket,
             ["refillRate", "interval", "maxTokens"],
             [refill_rate, interval, max_tokens],
         )
@@ -84,6 +98,7 @@ impl JsRatelimit {
         };
         make(
             CONTEXT,
+            Kind::Gcra,
             ["limit", "period", "burst"],
             [limit, period, burst],
         )
@@ -98,10 +113,10 @@ type Params = (u64, u64, Option<u64>);
 const WINDOW_FIELDS: [&str; 3] = ["tokens", "window", ""];
 
 /// The limiter object of the factory `context` (`Ratelimit.<name>`), from its arguments.
-fn make(context: &str, fields: [&str; 3], values: [JsValue; 3]) -> JsResult<JsValue> {
+fn make(context: &str, kind: Kind, fields: [&str; 3], values: [JsValue; 3]) -> JsResult<JsValue> {
     super::install_panic_hook();
-    let name = context.strip_prefix("Ratelimit.").unwrap_or(context);
-    let (_, (first, period, third)) = algorithm(context, name, fields, &values)?;
+    let (name, _) = KINDS[kind as usize];
+    let (_, (first, period, third)) = algorithm(context, kind, fields, &values)?;
     let object = Object::new();
     let _ = Reflect::set(&object, &TAG.into(), &JsValue::TRUE);
     let _ = Reflect::set(&object, &"algorithm".into(), &name.into());
@@ -113,27 +128,29 @@ fn make(context: &str, fields: [&str; 3], values: [JsValue; 3]) -> JsResult<JsVa
     Ok(Object::freeze(&object).into())
 }
 
-/// The algorithm `name` (one of [`NAMES`]) with a count, a duration and, for the bucket algorithms,
-/// another count, read from `values` (named `fields`), and checked; with those parameters (the
-/// duration in milliseconds).
+/// The algorithm of `kind` with a count, a duration and, for the bucket algorithms, another count,
+/// read from `values` (named `fields`), and checked; with those parameters (the duration in
+/// milliseconds).
 fn algorithm(
     context: &str,
-    name: &str,
+    kind: Kind,
     fields: [&str; 3],
     values: &[JsValue; 3],
 ) -> JsResult<(Algorithm, Params)> {
     let first = options::count(context, fields[0], &values[0])?;
     let period = options::duration(context, fields[1], &values[1])?;
-    let third = match name {
-        "tokenBucket" | "gcra" => Some(options::count(context, fields[2], &values[2])?),
+    let third = match kind {
+        Kind::TokenBucket | Kind::Gcra => Some(options::count(context, fields[2], &values[2])?),
         _ => None,
     };
     let last = third.unwrap_or_default();
-    let checked = match name {
-        "slidingWindow" => SlidingWindow::new(first, period).map(Algorithm::from),
-        "tokenBucket" => TokenBucket::new(first, period, last).map(Algorithm::from),
-        "gcra" => Gcra::new(first, period, last).map(Algorithm::from),
-        _ => FixedWindow::new(first, period).map(Algorithm::from),
+    let checked = match kind {
+        Kind::SlidingWindow => SlidingWindow::new(first, period).map(Algorithm::from),
+        Kind::TokenBucket => TokenBucket::new(first, period, last).map(Algorithm::from),
+        Kind::Gcra => Gcra::new(first, period, last).map(Algorithm::from),
+        Kind::FixedWindow | Kind::CachedFixedWindow => {
+            FixedWindow::new(first, period).map(Algorithm::from)
+        }
     };
     let algorithm = checked.map_err(|error| to_js_error(context, &error))?;
     Ok((algorithm, (first, period.as_millis() as u64, third)))
@@ -148,7 +165,11 @@ pub fn read(context: &str, limiter: &JsValue) -> JsResult<(Algorithm, bool)> {
     } else {
         None
     };
-    let Some(name) = name.filter(|name| NAMES.contains(&name.as_str())) else {
+    let kind = name.and_then(|name| {
+        let mut known = KINDS.iter();
+        known.find_map(|&(known, kind)| (known == name).then_some(kind))
+    });
+    let Some(kind) = kind else {
         return Err(type_error(
             context,
             "limiter",
@@ -159,6 +180,6 @@ pub fn read(context: &str, limiter: &JsValue) -> JsResult<(Algorithm, bool)> {
     let params = get(limiter, "params")?;
     let param = |index: u32| Reflect::get(&params, &index.into()).unwrap_or_default();
     let values = [param(0), param(1), param(2)];
-    let (algorithm, _) = algorithm(context, &name, ["limiter"; 3], &values)?;
-    Ok((algorithm, name == "cachedFixedWindow"))
+    let (algorithm, _) = algorithm(context, kind, ["limiter"; 3], &values)?;
+    Ok((algorithm, kind == Kind::CachedFixedWindow))
 }
