@@ -91,33 +91,27 @@ impl LocalCounts {
     /// the backend's count is kept, so a write still on its way is not forgotten.
     pub fn record(&self, key: &str, window: u64, used: u64, limit: u64) {
         let mut entries = self.lock();
-        if let Some(count) = entries.get_mut(key) {
-            let used = if count.window == window {
-                count.used.max(used)
-            } else {
-                used
-            };
-            *count = Count {
-                window,
-                used,
-                limit,
-            };
-            return;
-        }
-        if entries.len() >= self.max_entries {
+        if entries.len() >= self.max_entries && !entries.contains_key(key) {
             // Past windows go; if there are none, the table is full of current windows: forget any one
             // (the first met; it is asked of the backend next time).
             let mut spare = entries.values().all(|count| count.window >= window);
             entries.retain(|_, count| count.window >= window && !std::mem::take(&mut spare));
         }
-        entries.insert(
-            key.to_owned(),
-            Count {
-                window,
-                used,
-                limit,
-            },
-        );
+        let count = entries.entry_ref(key).or_insert(Count {
+            window,
+            used: 0,
+            limit,
+        });
+        let used = if count.window == window {
+            count.used.max(used)
+        } else {
+            used
+        };
+        *count = Count {
+            window,
+            used,
+            limit,
+        };
     }
 
     /// Forgets `key`.
