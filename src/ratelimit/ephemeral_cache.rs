@@ -73,18 +73,22 @@ impl EphemeralCache {
                     && (soonest != Some(block.until_ms) || soonest.take().is_none())
             });
         }
-        let rate = match entries.get(&key) {
-            Some(old) if old.until_ms > now_ms => old.rate.min(rate),
-            _ => rate,
+        // A new key's placeholder block has expired, so the rate of a live block is all that is kept.
+        let block = entries.entry(key).or_insert(Block {
+            until_ms: 0,
+            rate,
+            limit,
+        });
+        let rate = if block.until_ms > now_ms {
+            block.rate.min(rate)
+        } else {
+            rate
         };
-        entries.insert(
-            key,
-            Block {
-                until_ms,
-                rate,
-                limit,
-            },
-        );
+        *block = Block {
+            until_ms,
+            rate,
+            limit,
+        };
     }
 
     /// Forgets `key`.
