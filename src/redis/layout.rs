@@ -126,7 +126,7 @@ pub(crate) fn decode(rule: &Algorithm, fields: &[Value]) -> Result<Option<State>
 }
 
 /// A reply field as an integer (Redis replies integers; a script may also return numeric strings).
-pub(crate) fn integer(fields: &[Value], index: usize) -> Result<i64> {
+fn integer(fields: &[Value], index: usize) -> Result<i64> {
     match fields.get(index) {
         Some(Value::Number(number)) => number.as_i64(),
         Some(Value::String(text)) => parse_i64(text),
