@@ -50,6 +50,33 @@ pub(crate) fn parse_f64(text: &str) -> Option<f64> {
     (at == bytes.len()).then(|| imp::parse(text))
 }
 
+/// Decimal integer text as `str::parse::<i64>` reads it (an optional sign, then ASCII digits, in range),
+/// without core's generic integer parser in the WebAssembly package.
+pub(crate) fn parse_i64(text: &str) -> Option<i64> {
+    let (negative, digits) = match text.as_bytes() {
+        [b'-', digits @ ..] => (true, digits),
+        [b'+', digits @ ..] => (false, digits),
+        digits => (false, digits),
+    };
+    let magnitude = parse_digits(digits).filter(|_| !digits.is_empty())?;
+    if negative {
+        0i64.checked_sub_unsigned(magnitude)
+    } else {
+        i64::try_from(magnitude).ok()
+    }
+}
+
+/// ASCII digits as a `u64` (0 for none); `None` for any other byte or a value too large.
+fn parse_digits(digits: &[u8]) -> Option<u64> {
+    digits.iter().try_fold(0u64, |value, &digit| {
+        let digit = digit.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        value.checked_mul(10)?.checked_add(u64::from(digit))
+    })
+}
+
 #[cfg(target_arch = "wasm32")]
 pub(crate) use imp::js_string;
 
@@ -184,6 +211,42 @@ mod tests {
             ("-0", -0.0),
         ] {
             assert_eq!(parse_f64(text), Some(value), "{text}");
+        }
+    }
+
+    #[test]
+    fn reads_integers_as_str_parse_does() {
+        let texts = [
+            "",
+            "-",
+            "+",
+            "0",
+            "-0",
+            "+0",
+            "7",
+            "+42",
+            "-42",
+            "007",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "18446744073709551616",
+            "99999999999999999999",
+            "1.0",
+            "1e3",
+            " 1",
+            "1 ",
+            "--1",
+            "+-1",
+            "0x10",
+            "١",
+            "12a",
+            "/",
+            ":",
+        ];
+        for text in texts {
+            assert_eq!(parse_i64(text), text.parse().ok(), "{text:?}");
         }
     }
 

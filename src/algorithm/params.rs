@@ -67,7 +67,7 @@ pub(crate) fn product(algorithm: &'static str, name: &'static str, a: u64, b: u6
             algorithm,
             name,
             // The product if it fits in 64 bits, else the multiplication itself: exact either way.
-            value: value.map_or_else(|| a.to_string() + " × " + &b.to_string(), |v| v.to_string()),
+            value: value.map_or_else(|| format!("{a} × {b}"), |v| v.to_string()),
             reason: "must be at most 2^53 - 1",
         }),
     }

@@ -8,7 +8,7 @@ use crate::backend::Backend;
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::{quote, Error, Result};
-use crate::number::format_f64;
+use crate::number::{format_f64, parse_i64};
 use crate::transport::Transport;
 use std::sync::Arc;
 use std::time::Duration;
@@ -197,14 +197,16 @@ impl<T: Transport> Backend for RedisBackend<T> {
             .client
             .send(encode_command(&["GET", limit_key]))
             .await?;
-        // The stored text read as the reply fields are (layout's integer, not a second parser).
-        match (&reply, layout::integer(std::slice::from_ref(&reply), 0)) {
-            (Value::Null, _) => Ok(None),
-            (Value::String(_), Ok(limit @ 1..)) => Ok(Some(limit.unsigned_abs())),
-            (Value::String(text), _) => Err(malformed(&format!(
-                "the dynamic limit in {limit_key} is not a whole number from 1: {}",
-                quote(text)
-            ))),
+        // The stored text read as numeric reply fields are (the same parser).
+        match &reply {
+            Value::Null => Ok(None),
+            Value::String(text) => match parse_i64(text) {
+                Some(limit @ 1..) => Ok(Some(limit.unsigned_abs())),
+                _ => Err(malformed(&format!(
+                    "the dynamic limit in {limit_key} is not a whole number from 1: {}",
+                    quote(text)
+                ))),
+            },
             _ => Err(malformed(&format!("GET {limit_key} returned {reply}"))),
         }
     }

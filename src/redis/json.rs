@@ -324,12 +324,10 @@ impl Parser<'_> {
             found
         };
         Error::MalformedReply {
-            message: "invalid JSON at byte ".to_owned()
-                + &self.at.to_string()
-                + ": expected "
-                + expected
-                + ", found "
-                + &found,
+            message: format!(
+                "invalid JSON at byte {}: expected {expected}, found {found}",
+                self.at
+            ),
         }
     }
 

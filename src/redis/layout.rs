@@ -14,7 +14,7 @@ use crate::algorithm::{
     Algorithm, FixedWindowState, GcraState, Policy, SlidingWindowState, State, TokenBucketState,
 };
 use crate::error::Result;
-use crate::number::parse_f64;
+use crate::number::{parse_f64, parse_i64};
 
 /// The prelude and the script `src/algorithm/$file`, comment lines blanked, as build.rs writes them.
 macro_rules! script {
@@ -126,10 +126,10 @@ pub(crate) fn decode(rule: &Algorithm, fields: &[Value]) -> Result<Option<State>
 }
 
 /// A reply field as an integer (Redis replies integers; a script may also return numeric strings).
-pub(crate) fn integer(fields: &[Value], index: usize) -> Result<i64> {
+fn integer(fields: &[Value], index: usize) -> Result<i64> {
     match fields.get(index) {
         Some(Value::Number(number)) => number.as_i64(),
-        Some(Value::String(text)) => text.parse().ok(),
+        Some(Value::String(text)) => parse_i64(text),
         _ => None,
     }
     .ok_or_else(|| field_error(fields, index, "an integer"))

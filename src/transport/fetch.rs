@@ -114,9 +114,10 @@ impl FetchTransport {
             .map_err(|e| network("fetch failed", &e))?;
         if !response.is_object() {
             return Err(Error::Network {
-                message: "fetch resolved to ".to_owned()
-                    + &describe(&response)
-                    + " instead of a Response",
+                message: format!(
+                    "fetch resolved to {} instead of a Response",
+                    describe(&response)
+                ),
             });
         }
         let response: Response = response.unchecked_into();
@@ -128,7 +129,7 @@ impl FetchTransport {
             .await
             .map_err(|e| network("reading the body failed", &e))?;
         let body = text.as_string().ok_or_else(|| Error::Network {
-            message: "the body read as ".to_owned() + &describe(&text) + " instead of text",
+            message: format!("the body read as {} instead of text", describe(&text)),
         })?;
         Ok(HttpReply { status, body })
     }
@@ -222,7 +223,7 @@ fn global_function(global: &Object, name: &str) -> Result<Function> {
         Ok(value.unchecked_into())
     } else {
         Err(Error::Network {
-            message: "this JavaScript runtime has no global `".to_owned() + name + "` function",
+            message: format!("this JavaScript runtime has no global `{name}` function"),
         })
     }
 }
@@ -235,7 +236,7 @@ fn set(target: &Object, key: &str, value: &JsValue) {
 /// A network error: `context`, then the JavaScript value that came instead.
 fn network(context: &str, error: &JsValue) -> Error {
     Error::Network {
-        message: context.to_owned() + ": " + &describe(error),
+        message: format!("{context}: {}", describe(error)),
     }
 }
 
@@ -253,7 +254,7 @@ fn describe(value: &JsValue) -> String {
     let message = field(value, "message");
     let mut text = match field(value, "name") {
         name if name.is_empty() || message.is_empty() => message,
-        name => name + ": " + &message,
+        name => format!("{name}: {message}"),
     };
     if text.is_empty() {
         text = js_sys::JSON::stringify(value)
@@ -264,7 +265,7 @@ fn describe(value: &JsValue) -> String {
     if let Ok(cause) = Reflect::get(value, &"cause".into()) {
         let message = field(&cause, "message");
         if !message.is_empty() {
-            text = text + " (" + &message + ")";
+            text = format!("{text} ({message})");
         }
     }
     text
