@@ -29,8 +29,37 @@ extern "C" {
 fn install_panic_hook() {
     static INSTALLED: AtomicBool = AtomicBool::new(false);
     if !INSTALLED.swap(true, Ordering::Relaxed) {
-        std::panic::set_hook(Box::new(|info| {
-            let _ = console_error(&format!("edgelimit panicked (please report this): {info}"));
-        }));
+        // Not chained to the hook before: on wasm that is std's default one, which writes to no stderr
+        // and would bring 2 KB of gzipped wasm.
+        std::panic::set_hook(Box::new(|info| report_panic(info)));
+    }
+}
+
+/// Writes a panic's text to `console.error`, saying it is a bug of edgelimit's.
+fn report_panic(panic: &dyn std::fmt::Display) {
+    let _ = console_error(&format!("edgelimit panicked (please report this): {panic}"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use js_sys::{Array, Function, Reflect};
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    #[wasm_bindgen_test]
+    fn a_panic_is_reported_on_console_error() {
+        let console = Reflect::get(&js_sys::global(), &"console".into()).unwrap();
+        let original = Reflect::get(&console, &"error".into()).unwrap();
+        let recorded = Array::new();
+        let record = Function::new_with_args("message", "this.push(message)").bind0(&recorded);
+        Reflect::set(&console, &"error".into(), &record).unwrap();
+        report_panic(&"panicked at src/x.rs:1:1:\nboom");
+        Reflect::set(&console, &"error".into(), &original).unwrap();
+        assert_eq!(
+            recorded.to_vec(),
+            [JsValue::from_str(
+                "edgelimit panicked (please report this): panicked at src/x.rs:1:1:\nboom"
+            )]
+        );
     }
 }
