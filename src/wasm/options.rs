@@ -55,6 +55,22 @@ pub fn number(context: &str, field: &str, expected: &str, value: &JsValue) -> Js
         .ok_or_else(|| type_error(context, field, expected, value))
 }
 
+/// A number of milliseconds that `valid` accepts, else a `TypeError` (not a number) or a `RangeError`
+/// whose text is `rule`.
+pub fn milliseconds(
+    context: &str,
+    field: &str,
+    value: &JsValue,
+    valid: fn(f64) -> bool,
+    rule: &str,
+) -> JsResult<f64> {
+    let millis = number(context, field, "must be a number of milliseconds", value)?;
+    if !valid(millis) {
+        return Err(range_error(context, field, rule, value));
+    }
+    Ok(millis)
+}
+
 /// A duration: a string such as `"10 s"` or a number of milliseconds.
 pub fn duration(context: &str, field: &str, value: &JsValue) -> JsResult<Duration> {
     let parsed = if let Some(text) = value.as_string() {

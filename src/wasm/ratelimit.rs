@@ -59,7 +59,9 @@ impl JsRatelimit {
             Some(on) => size = size.filter(|_| on),
             None if cache.is_undefined() => {}
             None if cache.as_f64().is_some() => {
-                size = Some(options::count(CONTEXT, "ephemeralCache", &cache)? as usize)
+                // Up to 2^53 - 1, more than a 32-bit usize holds: saturate, never wrap to a tiny cache.
+                let max = options::count(CONTEXT, "ephemeralCache", &cache)?;
+                size = Some(usize::try_from(max).unwrap_or(usize::MAX))
             }
             None if is_map_like(&cache)? => shared = Some(cache),
             None => {
@@ -84,20 +86,13 @@ impl JsRatelimit {
         let timeout = if timeout.is_undefined() {
             Some(Duration::from_millis(DEFAULT_TIMEOUT_MS))
         } else {
-            let millis = options::number(
+            let millis = options::milliseconds(
                 CONTEXT,
                 "timeout",
-                "must be a number of milliseconds",
                 &timeout,
+                |millis| millis.fract() == 0.0 && (0.0..=MAX_TIMER_MS).contains(&millis),
+                "must be a whole number of milliseconds from 0 (none) to 2^31 - 1",
             )?;
-            if millis.fract() != 0.0 || !(0.0..=MAX_TIMER_MS).contains(&millis) {
-                return Err(range_error(
-                    CONTEXT,
-                    "timeout",
-                    "must be a whole number of milliseconds from 0 (none) to 2^31 - 1",
-                    &timeout,
-                ));
-            }
             (millis > 0.0).then(|| Duration::from_millis(millis as u64))
         };
 
@@ -180,20 +175,13 @@ impl JsRatelimit {
     pub fn block_until_ready(&self, identifier: JsValue, timeout: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.blockUntilReady";
         let call = identifier_arg(CONTEXT, &identifier).and_then(|identifier| {
-            let millis = options::number(
+            let millis = options::milliseconds(
                 CONTEXT,
                 "timeout",
-                "must be a number of milliseconds",
                 &timeout,
+                |millis| millis > 0.0 && millis <= MAX_TIMER_MS,
+                "must be a positive number of milliseconds up to 2^31 - 1",
             )?;
-            if !(millis > 0.0 && millis <= MAX_TIMER_MS) {
-                return Err(range_error(
-                    CONTEXT,
-                    "timeout",
-                    "must be a positive number of milliseconds up to 2^31 - 1",
-                    &timeout,
-                ));
-            }
             let timeout = Duration::from_micros((millis * 1_000.0) as u64);
             Ok(Call::BlockUntilReady(identifier, timeout))
         });
