@@ -44,17 +44,15 @@ fi
 # keeps wasm-bindgen's generated export names short. -Zfmt-debug=none compiles `{:?}` to nothing (3.2 KB
 # less gzipped): the crate's messages never use it (tests run on stable, where it still prints), so only
 # std's own panic texts (`unwrap` on an `Err`) lose their value.
-toolchain="$(sed -n 's/^toolchain = "\(nightly-[0-9-]*\)"$/\1/p' Cargo.toml)"
-if ! rustup run "$toolchain" rustc --version >/dev/null 2>&1; then
-    say "missing rust $toolchain: run scripts/bootstrap.sh"
+source scripts/wasm_size_settings.sh
+if ! rustup run "$wasm_toolchain" rustc --version >/dev/null 2>&1; then
+    say "missing rust $wasm_toolchain: run scripts/bootstrap.sh"
     exit 1
 fi
-say "cargo +$toolchain build (release, wasm32-unknown-unknown, -Z build-std)"
+say "cargo +$wasm_toolchain build (release, wasm32-unknown-unknown, -Z build-std)"
 pkg_target_dir="$target_dir/pkg"
-RUSTFLAGS="-Zunstable-options -Csymbol-mangling-version=legacy -Zlocation-detail=none -Zfmt-debug=none" \
-    CARGO_TARGET_DIR="$pkg_target_dir" \
-    cargo "+$toolchain" build -p edgelimit --release --target wasm32-unknown-unknown \
-    -Z build-std=std,panic_abort -Z build-std-features=optimize_for_size
+RUSTFLAGS="$wasm_rustflags" CARGO_TARGET_DIR="$pkg_target_dir" \
+    cargo "+$wasm_toolchain" build -p edgelimit "${wasm_build_args[@]}"
 wasm="$pkg_target_dir/wasm32-unknown-unknown/release/edgelimit.wasm"
 
 rm -rf "$out"
@@ -65,9 +63,7 @@ wasm-bindgen --target web --out-dir "$out" --out-name edgelimit --no-typescript 
 # -Os --converge: 0.3 KB less gzipped than -Oz (which is smaller before gzip); -O3 and opt-level "s"
 # or 3 in Cargo.toml are larger.
 say "wasm-opt -Os --converge ($("$wasm_opt" --version))"
-"$wasm_opt" -Os --converge --strip-debug --strip-producers \
-    --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
-    --enable-reference-types --enable-multivalue --enable-mutable-globals \
+"$wasm_opt" -Os --converge --strip-debug --strip-producers "${wasm_opt_features[@]}" \
     "$out/edgelimit_bg.wasm" -o "$out/edgelimit_bg.opt.wasm"
 mv "$out/edgelimit_bg.opt.wasm" "$out/edgelimit_bg.wasm"
 
