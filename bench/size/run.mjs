@@ -1,9 +1,10 @@
 // The size a user ships: edgelimit's npm package (pkg/) beside @upstash/ratelimit + @upstash/redis as
-// one minified ESM bundle, both gzipped at level 9 in the same run. Prints a Markdown table.
+// one minified ESM bundle, both gzipped at level 9 in the same run. Prints a Markdown table, with the
+// .wasm of the two size probes of bench/size/probes.sh below it when they are built.
 //
-//   node bench/size/run.mjs        (after `make pkg`)
+//   node bench/size/run.mjs        (after `make pkg`, and bench/size/probes.sh for the probes)
 import { build } from "esbuild";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import { fileURLToPath } from "node:url";
 
@@ -55,3 +56,16 @@ console.log(
 );
 for (const [name, bytes] of parts) console.log(row(`edgelimit ${name}`, bytes.length, gzipped(bytes)));
 console.log(row("**edgelimit total**", parts.reduce((s, [, b]) => s + b.length, 0), ours));
+
+// What any Rust package of this shape pays, and what edgelimit's core pays without its JS API.
+const probes = [
+  ["floor.wasm", "probe: a wasm-bindgen package doing one fetch round trip, nothing else (bench/size/floor)"],
+  ["core.wasm", "probe: edgelimit's core alone, src/wasm/ replaced by bench/size/core_probe.rs"],
+];
+for (const [name, what] of probes) {
+  const path = `${root}target/bench/probes/${name}`;
+  if (existsSync(path)) {
+    const bytes = readFileSync(path);
+    console.log(row(what, bytes.length, gzipped(bytes)));
+  }
+}
