@@ -486,7 +486,7 @@ async fn a_dynamic_limit_is_read_by_each_script_atomically_and_agrees_with_memor
     let limit_key = "dynamic-test:dynamic:global";
     for (index, rule) in hour_limits(3).into_iter().enumerate() {
         let key = format!("dynamic-test:{index}");
-        for limit in [Some(5), None, Some(2)] {
+        for limit in [Some(5), None, Some(2), Some(0)] {
             redis.set_dynamic_limit(limit_key, limit).await.unwrap();
             memory.set_dynamic_limit(limit_key, limit).await.unwrap();
             assert_eq!(redis.dynamic_limit(limit_key).await.unwrap(), limit);
@@ -538,7 +538,7 @@ async fn a_dynamic_limit_is_read_by_each_script_atomically_and_agrees_with_memor
         assert_eq!(admitted, 50, "{}", rule.name());
     }
 
-    // A stored limit that is not a whole number from 1 is an error, not a silent default.
+    // A stored limit that is not a whole number from 0 is an error, not a silent default.
     command(&servers, &["SET", limit_key, "zero"])
         .await
         .unwrap();

@@ -40,20 +40,14 @@ impl Gcra {
         let period_ms = params::millis(Self::NAME, "period", period)?;
         let burst = params::count(Self::NAME, "burst", burst)?;
         let period_us = params::product(Self::NAME, "period in microseconds", period_ms, 1_000)?;
-        let emission_interval = period_us.div_ceil(limit);
-        let tolerance = params::product(
-            Self::NAME,
-            "burst × period / limit in microseconds",
-            burst,
-            emission_interval,
-        )?;
-        Ok(Self {
+        let without_burst = Self {
             limit,
             period_ms,
-            burst,
-            emission_interval,
-            tolerance,
-        })
+            burst: 0,
+            emission_interval: period_us.div_ceil(limit),
+            tolerance: 0,
+        };
+        without_burst.with_capacity(burst)
     }
 
     /// The emission interval `T` in microseconds: the time one unit takes to refill.
@@ -91,7 +85,18 @@ impl Policy for Gcra {
     }
 
     fn with_capacity(&self, capacity: u64) -> Result<Self> {
-        Self::new(self.limit, Duration::from_millis(self.period_ms), capacity)
+        let burst = params::capacity(Self::NAME, "burst", capacity)?;
+        let tolerance = params::product(
+            Self::NAME,
+            "burst × period / limit in microseconds",
+            burst,
+            self.emission_interval,
+        )?;
+        Ok(Self {
+            burst,
+            tolerance,
+            ..*self
+        })
     }
 
     fn acquire(

@@ -45,7 +45,8 @@ pub trait Policy {
     fn capacity(&self) -> u64;
 
     /// The same algorithm with another capacity (the rest of its parameters kept), as dynamic limits
-    /// need; fails where [`Policy`]'s constructor would.
+    /// need; fails where [`Policy`]'s constructor would, except that 0 is accepted: a paused limit,
+    /// which denies every request that takes something (`@upstash/ratelimit`'s dynamic limit of 0).
     fn with_capacity(&self, capacity: u64) -> Result<Self>
     where
         Self: Sized;
@@ -224,4 +225,55 @@ fn until(at_ms: u64, now: u64) -> Duration {
 /// The wait from `now` until `at`, both in microseconds, zero if already there.
 fn until_micros(at: u64, now: u64) -> Duration {
     Duration::from_micros(at.saturating_sub(now))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_algorithm() -> [Algorithm; 4] {
+        let minute = Duration::from_secs(60);
+        [
+            FixedWindow::new(3, minute).unwrap().into(),
+            SlidingWindow::new(3, minute).unwrap().into(),
+            TokenBucket::new(1, minute, 3).unwrap().into(),
+            Gcra::new(3, minute, 3).unwrap().into(),
+        ]
+    }
+
+    #[test]
+    fn a_capacity_of_zero_pauses_the_algorithm_and_a_configured_zero_is_refused() {
+        let now = 1_700_000_000_000_000;
+        for rule in every_algorithm() {
+            let name = rule.name();
+            let taken = rule.acquire(None, now, 1.0).unwrap();
+            assert!(taken.decision.allowed, "{name}");
+            let paused = rule.with_capacity(0).unwrap();
+            for state in [None, Some(&taken.state)] {
+                let denied = paused.acquire(state, now, 1.0).unwrap().decision;
+                assert!(!denied.allowed, "{name}");
+                assert_eq!((denied.limit, denied.remaining), (0, 0.0), "{name}");
+                assert!(
+                    paused.acquire(state, now, 0.0).unwrap().decision.allowed,
+                    "{name}"
+                );
+                assert!(
+                    paused.acquire(state, now, -1.0).unwrap().decision.allowed,
+                    "{name}"
+                );
+                assert_eq!(paused.available(state, now), 0.0, "{name}");
+                assert!(
+                    paused.time_until_available(state, now, 1.0).is_err(),
+                    "{name}"
+                );
+            }
+            assert_eq!(paused.with_capacity(3).unwrap(), rule, "{name}");
+            assert!(rule.with_capacity(params::MAX_COUNT + 1).is_err(), "{name}");
+        }
+        let minute = Duration::from_secs(60);
+        assert!(FixedWindow::new(0, minute).is_err());
+        assert!(SlidingWindow::new(0, minute).is_err());
+        assert!(TokenBucket::new(1, minute, 0).is_err());
+        assert!(Gcra::new(3, minute, 0).is_err());
+    }
 }

@@ -9,17 +9,39 @@ pub const MAX_COUNT: u64 = (1 << 53) - 1;
 
 /// Checks that a count is at least 1 and at most [`MAX_COUNT`].
 pub(crate) fn count(algorithm: &'static str, name: &'static str, value: u64) -> Result<u64> {
-    let reason = match value {
-        0 => "must be at least 1",
-        v if v > MAX_COUNT => "must be at most 2^53 - 1",
-        v => return Ok(v),
-    };
-    Err(Error::InvalidParameter {
+    match value {
+        0 => Err(invalid_count(algorithm, name, value, "must be at least 1")),
+        value => capacity(algorithm, name, value),
+    }
+}
+
+/// Checks that a capacity given at run time (a dynamic limit) is at most [`MAX_COUNT`]. Unlike a
+/// configured count it may be 0: a paused limit, which denies every request that takes something, as
+/// a dynamic limit of 0 does in `@upstash/ratelimit`.
+pub(crate) fn capacity(algorithm: &'static str, name: &'static str, value: u64) -> Result<u64> {
+    if value > MAX_COUNT {
+        return Err(invalid_count(
+            algorithm,
+            name,
+            value,
+            "must be at most 2^53 - 1",
+        ));
+    }
+    Ok(value)
+}
+
+fn invalid_count(
+    algorithm: &'static str,
+    name: &'static str,
+    value: u64,
+    reason: &'static str,
+) -> Error {
+    Error::InvalidParameter {
         algorithm,
         name,
         value: value.to_string(),
         reason,
-    })
+    }
 }
 
 /// Checks that a duration is a whole, positive number of milliseconds and returns it in milliseconds.

@@ -26,8 +26,8 @@ local function capacity(configured)
     return configured
   end
   local limit = tonumber(stored)
-  if limit == nil or limit < 1 or limit > 9007199254740991 or limit ~= math.floor(limit) then
-    error('edgelimit: the dynamic limit in ' .. dynamic_key .. ' is not a whole number from 1 to 2^53 - 1: ' .. stored)
+  if limit == nil or limit < 0 or limit > 9007199254740991 or limit ~= math.floor(limit) then
+    error('edgelimit: the dynamic limit in ' .. dynamic_key .. ' is not a whole number from 0 to 2^53 - 1: ' .. stored)
   end
   return limit
 end

@@ -133,7 +133,10 @@ impl Policy for SlidingWindow {
     }
 
     fn with_capacity(&self, capacity: u64) -> Result<Self> {
-        Self::new(capacity, Duration::from_millis(self.window_ms))
+        Ok(Self {
+            limit: params::capacity(Self::NAME, "limit", capacity)?,
+            ..*self
+        })
     }
 
     fn acquire(

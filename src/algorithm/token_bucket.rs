@@ -94,11 +94,10 @@ impl Policy for TokenBucket {
     }
 
     fn with_capacity(&self, capacity: u64) -> Result<Self> {
-        Self::new(
-            self.refill_rate,
-            Duration::from_millis(self.interval_ms),
-            capacity,
-        )
+        Ok(Self {
+            max_tokens: params::capacity(Self::NAME, "maxTokens", capacity)?,
+            ..*self
+        })
     }
 
     fn acquire(

@@ -368,7 +368,8 @@ impl Ratelimit {
     }
 
     /// Stores `limit` as the dynamic limit of this prefix (it must fit the algorithm as its capacity
-    /// would), or removes it for `None`. Needs [`Ratelimit::with_dynamic_limits`].
+    /// would; 0 pauses the limit, denying every request that takes something), or removes it for
+    /// `None`. Needs [`Ratelimit::with_dynamic_limits`].
     pub async fn set_dynamic_limit(&self, limit: Option<u64>) -> Result<()> {
         let key = self.enabled_limit_key()?;
         if let Some(limit) = limit {
@@ -826,8 +827,18 @@ mod tests {
             let response = limiter.limit("c", 1.0).await.unwrap();
             assert_eq!((response.limit, response.remaining), (2, 1.0));
 
-            let zero = limiter.set_dynamic_limit(Some(0)).await.unwrap_err();
-            assert!(matches!(zero, Error::InvalidParameter { .. }), "{zero}");
+            // 0 pauses the limit, as in @upstash/ratelimit: every request that takes something is denied.
+            limiter.set_dynamic_limit(Some(0)).await.unwrap();
+            assert_eq!(limiter.dynamic_limit().await.unwrap(), Some(0));
+            let paused = limiter.limit("d", 1.0).await.unwrap();
+            assert!(!paused.success);
+            assert_eq!((paused.limit, paused.remaining), (0, 0.0));
+            assert!(limiter.limit("d", 0.0).await.unwrap().success);
+            limiter.set_dynamic_limit(None).await.unwrap();
+            assert!(limiter.limit("d", 1.0).await.unwrap().success);
+
+            let huge = limiter.set_dynamic_limit(Some(1 << 53)).await.unwrap_err();
+            assert!(matches!(huge, Error::InvalidParameter { .. }), "{huge}");
         });
     }
 

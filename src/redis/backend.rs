@@ -201,9 +201,9 @@ impl<T: Transport> Backend for RedisBackend<T> {
         match &reply {
             Value::Null => Ok(None),
             Value::String(text) => match parse_i64(text) {
-                Some(limit @ 1..) => Ok(Some(limit.unsigned_abs())),
+                Some(limit @ 0..) => Ok(Some(limit.unsigned_abs())),
                 _ => Err(malformed(&format!(
-                    "the dynamic limit in {limit_key} is not a whole number from 1: {}",
+                    "the dynamic limit in {limit_key} is not a whole number from 0: {}",
                     quote(text)
                 ))),
             },
