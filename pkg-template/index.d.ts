@@ -153,7 +153,7 @@ export class Ratelimit {
   /** Forgets everything `identifier` used (in Redis and in the local caches). */
   resetUsedTokens(identifier: string): Promise<void>;
   /**
-   * Stores `limit` (a whole number from 1) as the limit of every identifier under this prefix, or removes
+   * Stores `limit` (a whole number; 0 denies every request) as the limit of every identifier under this prefix, or removes
    * it with `limit: false`. Rejects with an `Error` unless `dynamicLimits: true`.
    */
   setDynamicLimit(options: { /** The new limit, or `false` to go back to the configured one. */ limit: number | false }): Promise<void>;

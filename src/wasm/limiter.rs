@@ -88,7 +88,7 @@ impl JsRatelimit {
         super::install_panic_hook();
         const CONTEXT: &str = "Ratelimit.gcra";
         // In the order of the arguments: `limit` and `period` before `options`.
-        options::count(CONTEXT, "limit", &limit)?;
+        options::count(CONTEXT, "limit", &limit, false)?;
         options::duration(CONTEXT, "period", &period)?;
         let burst = options::field(CONTEXT, "options", &options, true, "burst")?;
         let burst = if burst.is_undefined() {
@@ -137,10 +137,12 @@ fn algorithm(
     fields: [&str; 3],
     values: &[JsValue; 3],
 ) -> JsResult<(Algorithm, Params)> {
-    let first = options::count(context, fields[0], &values[0])?;
+    let first = options::count(context, fields[0], &values[0], false)?;
     let period = options::duration(context, fields[1], &values[1])?;
     let third = match kind {
-        Kind::TokenBucket | Kind::Gcra => Some(options::count(context, fields[2], &values[2])?),
+        Kind::TokenBucket | Kind::Gcra => {
+            Some(options::count(context, fields[2], &values[2], false)?)
+        }
         _ => None,
     };
     let last = third.unwrap_or_default();

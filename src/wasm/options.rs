@@ -34,16 +34,17 @@ pub fn field(
     get(object, key)
 }
 
-/// A whole count from 1 to 2^53 - 1.
-pub fn count(context: &str, field: &str, value: &JsValue) -> JsResult<u64> {
+/// A whole count from 1 to 2^53 - 1, or from 0 when `zero` is allowed.
+pub fn count(context: &str, field: &str, value: &JsValue, zero: bool) -> JsResult<u64> {
     let count = number(context, field, "must be a number", value)?;
-    if !(count.fract() == 0.0 && (1.0..=MAX_COUNT as f64).contains(&count)) {
-        return Err(range_error(
-            context,
-            field,
-            "must be a whole number from 1 to 2^53 - 1",
-            value,
-        ));
+    let least = if zero { 0.0 } else { 1.0 };
+    if !(count.fract() == 0.0 && (least..=MAX_COUNT as f64).contains(&count)) {
+        let rule = if zero {
+            "must be a whole number from 0 to 2^53 - 1"
+        } else {
+            "must be a whole number from 1 to 2^53 - 1"
+        };
+        return Err(range_error(context, field, rule, value));
     }
     Ok(count as u64)
 }

@@ -60,7 +60,7 @@ impl JsRatelimit {
             None if cache.is_undefined() => {}
             None if cache.as_f64().is_some() => {
                 // Up to 2^53 - 1, more than a 32-bit usize holds: saturate, never wrap to a tiny cache.
-                let max = options::count(CONTEXT, "ephemeralCache", &cache)?;
+                let max = options::count(CONTEXT, "ephemeralCache", &cache, false)?;
                 size = Some(usize::try_from(max).unwrap_or(usize::MAX))
             }
             None if is_map_like(&cache)? => shared = Some(cache),
@@ -198,7 +198,7 @@ impl JsRatelimit {
                 if limit.as_bool() == Some(false) {
                     Ok(None)
                 } else if limit.as_f64().is_some() {
-                    options::count(CONTEXT, "limit", &limit).map(Some)
+                    options::count(CONTEXT, "limit", &limit, true).map(Some)
                 } else {
                     Err(type_error(
                         CONTEXT,

@@ -137,4 +137,20 @@ test("a dynamic limit set by @upstash/ratelimit applies to edgelimit, and the ot
   assert.equal((await peer.limit("u")).success, true, "the peer sees 7 as well (6 used)");
   await ours.setDynamicLimit({ limit: false });
   assert.deepEqual(await peer.getDynamicLimit(), { dynamicLimit: null });
+
+  // A limit of 0 pauses every identifier in both: no error, so no fail-open admission either.
+  await peer.setDynamicLimit({ limit: 0 });
+  const paused = await ours.limit("fresh");
+  assert.deepEqual(
+    [paused.success, paused.limit, paused.remaining, paused.reason],
+    [false, 0, 0, undefined],
+  );
+  const { remaining, limit } = await ours.getRemaining("fresh");
+  assert.deepEqual([remaining, limit], [0, 0]);
+  await peer.setDynamicLimit({ limit: false });
+  await ours.setDynamicLimit({ limit: 0 });
+  assert.deepEqual(await peer.getDynamicLimit(), { dynamicLimit: 0 });
+  assert.equal((await peer.limit("other")).success, false, "the peer pauses too");
+  await ours.setDynamicLimit({ limit: false });
+  assert.equal((await ours.limit("fresh")).success, true, "the configured limit again");
 });
