@@ -114,6 +114,27 @@ for (const name of ["fixedWindow", "slidingWindow", "tokenBucket"]) {
   });
 }
 
+for (const name of ["fixedWindow", "slidingWindow", "tokenBucket"]) {
+  test(`${name}: resetUsedTokens of either library gives the other's usage back`, { skip }, async () => {
+    const make = ({ Ratelimit, Redis }) =>
+      new Ratelimit({
+        redis: new Redis({ url, token }),
+        limiter: limiters[name](Ratelimit),
+        prefix: `${run}:reset:${name}`,
+        ephemeralCache: false,
+        analytics: false,
+      });
+    const [peer, ours] = [make(libraries.peer), make(libraries.edgelimit)];
+    const remaining = async () => [(await peer.getRemaining("u")).remaining, (await ours.getRemaining("u")).remaining];
+    for (const [user, resetter] of [[peer, ours], [ours, peer]]) {
+      await (await user.limit("u", { rate: 3 })).pending;
+      assert.deepEqual(await remaining(), [1, 1], "3 of 4 used");
+      await resetter.resetUsedTokens("u");
+      assert.deepEqual(await remaining(), [4, 4], "all 4 back");
+    }
+  });
+}
+
 test("a dynamic limit set by @upstash/ratelimit applies to edgelimit, and the other way round", { skip }, async () => {
   const prefix = `${run}:dynamic`;
   const make = ({ Ratelimit, Redis }) =>
