@@ -1,6 +1,7 @@
 //! Durations as users write them: `"10 s"`, `"10s"`, `"1.5 m"`, or a number of milliseconds.
 
 use crate::error::{Error, Result};
+use crate::number::parse_digits;
 use std::time::Duration;
 
 /// The largest duration accepted, in milliseconds: the largest integer a JavaScript number (and a Lua
@@ -56,17 +57,12 @@ pub(crate) fn parse(input: &str) -> Result<Duration, &'static str> {
     if fraction.len() > 10 {
         return Err(not_whole);
     }
-    let value = |digits: &[u8]| {
-        digits.iter().try_fold(0u64, |value, digit| {
-            value.checked_mul(10)?.checked_add(u64::from(digit - b'0'))
-        })
-    };
     let scale = 10u64.pow(fraction.len() as u32);
-    let fraction_ms = value(fraction).unwrap_or(0) * unit_ms;
+    let fraction_ms = parse_digits(fraction).unwrap_or(0) * unit_ms;
     if fraction_ms % scale != 0 {
         return Err(not_whole);
     }
-    let millis = value(whole)
+    let millis = parse_digits(whole)
         .and_then(|whole| whole.checked_mul(unit_ms))
         .and_then(|whole_ms| whole_ms.checked_add(fraction_ms / scale))
         .ok_or("too large")?;

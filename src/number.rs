@@ -67,7 +67,7 @@ pub(crate) fn parse_i64(text: &str) -> Option<i64> {
 }
 
 /// ASCII digits as a `u64` (0 for none); `None` for any other byte or a value too large.
-fn parse_digits(digits: &[u8]) -> Option<u64> {
+pub(crate) fn parse_digits(digits: &[u8]) -> Option<u64> {
     digits.iter().try_fold(0u64, |value, &digit| {
         let digit = digit.wrapping_sub(b'0');
         if digit > 9 {

@@ -8,6 +8,7 @@
 //! integer that fits `u64` or `i64` is one, any other number keeps its text, unparsed.
 
 use crate::error::{Error, Result};
+use crate::number::parse_digits;
 use std::fmt;
 
 /// A JSON value.
@@ -443,11 +444,7 @@ impl Parser<'_> {
         }
         let text = &self.text[start..self.at];
         let magnitude = if integer {
-            self.text[digits_start..digits_end]
-                .bytes()
-                .try_fold(0u64, |value, digit| {
-                    value.checked_mul(10)?.checked_add(u64::from(digit - b'0'))
-                })
+            parse_digits(&self.text.as_bytes()[digits_start..digits_end])
         } else {
             None
         };
