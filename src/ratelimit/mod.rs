@@ -138,9 +138,7 @@ impl Ratelimit {
             }
             _ => None,
         };
-        let limit_key = settings
-            .dynamic_limits
-            .then(|| settings.prefix.clone() + DYNAMIC_LIMIT_SUFFIX);
+        let limit_key = limit_key(&settings.prefix, settings.dynamic_limits);
         Self {
             backend,
             algorithm,
@@ -192,7 +190,7 @@ impl Ratelimit {
     /// [`Ratelimit::set_dynamic_limit`] (key `<prefix>:dynamic:global`, shared with
     /// `@upstash/ratelimit`) replaces the algorithm's capacity for every identifier.
     pub fn with_dynamic_limits(mut self, enabled: bool) -> Self {
-        self.limit_key = enabled.then(|| self.prefix.clone() + DYNAMIC_LIMIT_SUFFIX);
+        self.limit_key = limit_key(&self.prefix, enabled);
         self
     }
 
@@ -478,6 +476,11 @@ impl Ratelimit {
         }
         self.algorithm.acquire(None, now_micros, rate).map(drop)
     }
+}
+
+/// Where the dynamic limit of `prefix` is stored, if dynamic limits are `enabled`.
+fn limit_key(prefix: &str, enabled: bool) -> Option<String> {
+    enabled.then(|| prefix.to_owned() + DYNAMIC_LIMIT_SUFFIX)
 }
 
 /// The answer a backend decision gives.
