@@ -55,6 +55,11 @@ impl Gcra {
         self.emission_interval
     }
 
+    /// The tolerance `τ = burst · T` in microseconds: how far ahead of now the TAT may run.
+    pub fn tolerance(&self) -> u64 {
+        self.tolerance
+    }
+
     /// `limit` per period.
     pub fn limit(&self) -> u64 {
         self.limit

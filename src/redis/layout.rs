@@ -77,11 +77,7 @@ pub(crate) fn call(rule: &Algorithm, key: &str, now: u64, wide: bool) -> Call {
         Algorithm::Gcra(rule) => Call {
             script: &GCRA,
             keys: vec![format!("{key}:gcra")],
-            args: [
-                rule.emission_interval(),
-                rule.emission_interval() * rule.capacity(),
-                rule.capacity(),
-            ],
+            args: [rule.emission_interval(), rule.tolerance(), rule.capacity()],
         },
     }
 }
