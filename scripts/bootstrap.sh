@@ -24,12 +24,12 @@ done
 
 # The dated nightly that builds the npm package (Cargo.toml, [package.metadata.pkg]), with the standard
 # library's source for -Z build-std and the wasm32 target.
-PKG_TOOLCHAIN="$(sed -n 's/^toolchain = "\(nightly-[0-9-]*\)"$/\1/p' Cargo.toml)"
-if ! rustup toolchain list | grep -q "^$PKG_TOOLCHAIN" \
-  || ! rustup component list --toolchain "$PKG_TOOLCHAIN" --installed | grep -q '^rust-src' \
-  || ! rustup target list --toolchain "$PKG_TOOLCHAIN" --installed | grep -qx wasm32-unknown-unknown; then
-  say "installing rust $PKG_TOOLCHAIN (rust-src, wasm32) for the npm package"
-  rustup toolchain install "$PKG_TOOLCHAIN" --profile minimal --no-self-update \
+source scripts/wasm_size_settings.sh
+if ! rustup toolchain list | grep -q "^$wasm_toolchain" \
+  || ! rustup component list --toolchain "$wasm_toolchain" --installed | grep -q '^rust-src' \
+  || ! rustup target list --toolchain "$wasm_toolchain" --installed | grep -qx wasm32-unknown-unknown; then
+  say "installing rust $wasm_toolchain (rust-src, wasm32) for the npm package"
+  rustup toolchain install "$wasm_toolchain" --profile minimal --no-self-update \
     --component rust-src --target wasm32-unknown-unknown
 fi
 

@@ -63,13 +63,12 @@ wasm-bindgen --target web --out-dir "$out" --out-name edgelimit --no-typescript 
 # -Os --converge: 0.3 KB less gzipped than -Oz (which is smaller before gzip); -O3 and opt-level "s"
 # or 3 in Cargo.toml are larger.
 say "wasm-opt -Os --converge ($("$wasm_opt" --version))"
-"$wasm_opt" -Os --converge --strip-debug --strip-producers "${wasm_opt_features[@]}" \
-    "$out/edgelimit_bg.wasm" -o "$out/edgelimit_bg.opt.wasm"
+"$wasm_opt" "${wasm_opt_size_args[@]}" "$out/edgelimit_bg.wasm" -o "$out/edgelimit_bg.opt.wasm"
 mv "$out/edgelimit_bg.opt.wasm" "$out/edgelimit_bg.wasm"
 
 # The interface names of the .wasm and the generated glue, minified (scripts/minify_pkg.mjs).
 say "minify the wasm's import and export names and the glue"
-node scripts/minify_pkg.mjs "$wasm_opt" "$out"
+node scripts/minify_pkg.mjs "$wasm_opt" "$out" "${wasm_opt_features[@]}"
 
 cp pkg-template/*.js pkg-template/index.d.ts pkg-template/README.md "$out/"
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)"

@@ -1,7 +1,7 @@
 // Minifies what wasm-bindgen generated in pkg/, after wasm-opt: the names the .wasm imports and exports
 // (wasm-bindgen's are long and end in hashes, which gzip cannot shrink) and the JavaScript glue.
 //
-//   node scripts/minify_pkg.mjs <wasm-opt> <pkg dir>
+//   node scripts/minify_pkg.mjs <wasm-opt> <pkg dir> <wasm-opt's --enable-* flags...>
 //
 // 1. `wasm-opt --minify-imports-and-exports-and-modules` renames every import, export and import module
 //    to one or two letters; the old and new names are read back from both modules, in order, and
@@ -15,7 +15,7 @@ import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { buildSync } from "esbuild";
 
-const [wasmOpt, dir] = process.argv.slice(2);
+const [wasmOpt, dir, ...features] = process.argv.slice(2);
 const wasmFile = join(dir, "edgelimit_bg.wasm");
 const glueFile = join(dir, "edgelimit.js");
 const fail = (message) => {
@@ -28,8 +28,7 @@ const before = new WebAssembly.Module(readFileSync(wasmFile));
 const mapping = JSON.parse(
   execFileSync(wasmOpt, [
     "--minify-imports-and-exports-and-modules",
-    "--enable-bulk-memory", "--enable-nontrapping-float-to-int", "--enable-sign-ext",
-    "--enable-reference-types", "--enable-multivalue", "--enable-mutable-globals",
+    ...features,
     wasmFile, "-o", `${wasmFile}.min`,
   ], { encoding: "utf8" }),
 );

@@ -19,8 +19,7 @@ mkdir -p "$out"
 # wasm-bindgen, then wasm-opt as the package gets it: $1 the crate's .wasm, $2 the probe's name.
 optimise() {
     wasm-bindgen --target web --out-dir "$work/$2" --out-name "$2" --no-typescript "$1"
-    "$wasm_opt" -Os --converge --strip-debug --strip-producers "${wasm_opt_features[@]}" \
-        "$work/$2/$2_bg.wasm" -o "$work/$2/opt.wasm"
+    "$wasm_opt" "${wasm_opt_size_args[@]}" "$work/$2/$2_bg.wasm" -o "$work/$2/opt.wasm"
     "$wasm_opt" --minify-imports-and-exports-and-modules "${wasm_opt_features[@]}" \
         "$work/$2/opt.wasm" -o "$out/$2.wasm" >/dev/null
 }
