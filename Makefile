@@ -40,5 +40,4 @@ bench: bootstrap
 	mkdir -p target/bench && python3 scripts/criterion_table.py target/criterion | tee target/bench/memory_backend.md
 	bash bench/gateway/run.sh | tee target/bench/gateway.md
 	$(MAKE) --no-print-directory pkg
-	bash bench/size/probes.sh
 	node bench/size/run.mjs | tee target/bench/size.md

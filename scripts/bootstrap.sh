@@ -22,17 +22,6 @@ for component in clippy rustfmt; do
   fi
 done
 
-# The dated nightly that builds the npm package (Cargo.toml, [package.metadata.pkg]), with the standard
-# library's source for -Z build-std and the wasm32 target.
-source scripts/wasm_size_settings.sh
-if ! rustup toolchain list | grep -q "^$wasm_toolchain" \
-  || ! rustup component list --toolchain "$wasm_toolchain" --installed | grep -q '^rust-src' \
-  || ! rustup target list --toolchain "$wasm_toolchain" --installed | grep -qx wasm32-unknown-unknown; then
-  say "installing rust $wasm_toolchain (rust-src, wasm32) for the npm package"
-  rustup toolchain install "$wasm_toolchain" --profile minimal --no-self-update \
-    --component rust-src --target wasm32-unknown-unknown
-fi
-
 # wasm-bindgen-cli must equal the wasm-bindgen crate pin exactly. No --locked: its lock file pins an unserved crate.
 if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
   say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION"

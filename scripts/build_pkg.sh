@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
-# Builds the npm package into pkg/: the crate for wasm32 (with the pinned nightly of Cargo.toml's
-# [package.metadata.pkg], which scripts/bootstrap.sh installs), wasm-bindgen --target web, npm's wasm-opt 132
-# (never Debian's: see TOOLCHAIN.md), then the entry files, package.json, types and README from
-# pkg-template/.
+# Builds the npm package into pkg/: the crate for wasm32 on the stable toolchain, wasm-bindgen --target web,
+# npm's wasm-opt 132 (never Debian's: see TOOLCHAIN.md), then the entry files, package.json, types and
+# README from pkg-template/.
 #
 #   bash scripts/build_pkg.sh
 #
-# Honours CARGO_TARGET_DIR (default: target/); the nightly build goes to its pkg/ subfolder.
+# Honours CARGO_TARGET_DIR (default: target/).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -38,37 +37,22 @@ if [[ -n "$pinned" && "$pinned" != "$have" ]]; then
     exit 1
 fi
 
-# The pinned nightly rebuilds std for size (optimize_for_size), about 6 KB less gzipped wasm than stable.
-# Panics still run the panic hook (src/wasm/mod.rs) before they abort: panic=immediate-abort would save
-# 4 KB more but turn an internal bug into a bare "RuntimeError: unreachable". Legacy symbol mangling
-# keeps wasm-bindgen's generated export names short. -Zfmt-debug=none compiles `{:?}` to nothing (3.2 KB
-# less gzipped): the crate's messages never use it (tests run on stable, where it still prints), so only
-# std's own panic texts (`unwrap` on an `Err`) lose their value.
-source scripts/wasm_size_settings.sh
-if ! rustup run "$wasm_toolchain" rustc --version >/dev/null 2>&1; then
-    say "missing rust $wasm_toolchain: run scripts/bootstrap.sh"
-    exit 1
-fi
-say "cargo +$wasm_toolchain build (release, wasm32-unknown-unknown, -Z build-std)"
-pkg_target_dir="$target_dir/pkg"
-RUSTFLAGS="$wasm_rustflags" CARGO_TARGET_DIR="$pkg_target_dir" \
-    cargo "+$wasm_toolchain" build -p edgelimit "${wasm_build_args[@]}"
-wasm="$pkg_target_dir/wasm32-unknown-unknown/release/edgelimit.wasm"
+say "cargo build (release, wasm32-unknown-unknown)"
+cargo build -p edgelimit --release --target wasm32-unknown-unknown
+wasm="$target_dir/wasm32-unknown-unknown/release/edgelimit.wasm"
 
 rm -rf "$out"
 mkdir -p "$out"
 say "wasm-bindgen --target web"
 wasm-bindgen --target web --out-dir "$out" --out-name edgelimit --no-typescript "$wasm"
 
-# -Os --converge: 0.3 KB less gzipped than -Oz (which is smaller before gzip); -O3 and opt-level "s"
-# or 3 in Cargo.toml are larger.
-say "wasm-opt -Os --converge ($("$wasm_opt" --version))"
-"$wasm_opt" "${wasm_opt_size_args[@]}" "$out/edgelimit_bg.wasm" -o "$out/edgelimit_bg.opt.wasm"
+# -O3 for speed. The features are those every supported runtime has, which wasm-opt must be told of.
+say "wasm-opt -O3 ($("$wasm_opt" --version))"
+"$wasm_opt" -O3 --strip-debug --strip-producers \
+    --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+    --enable-reference-types --enable-multivalue --enable-mutable-globals \
+    "$out/edgelimit_bg.wasm" -o "$out/edgelimit_bg.opt.wasm"
 mv "$out/edgelimit_bg.opt.wasm" "$out/edgelimit_bg.wasm"
-
-# The interface names of the .wasm and the generated glue, minified (scripts/minify_pkg.mjs).
-say "minify the wasm's import and export names and the glue"
-node scripts/minify_pkg.mjs "$wasm_opt" "$out" "${wasm_opt_features[@]}"
 
 cp pkg-template/*.js pkg-template/index.d.ts pkg-template/README.md "$out/"
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)"
