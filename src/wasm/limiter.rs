@@ -4,7 +4,6 @@
 
 use super::errors::{to_js_error, type_error};
 use super::options::{self, get, JsResult};
-use super::ratelimit::JsRatelimit;
 use crate::algorithm::{Algorithm, FixedWindow, Gcra, SlidingWindow, TokenBucket};
 use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::prelude::*;
@@ -12,9 +11,10 @@ use wasm_bindgen::prelude::*;
 /// The tag on limiter objects, so that a stray object is not taken for one.
 const TAG: &str = "edgelimit.limiter";
 
-/// An algorithm's factory: past the JavaScript boundary a tag, not a name to compare.
+/// The algorithm a factory makes: the algorithms of the crate, and the fixed window answered from
+/// local counts (`cachedFixedWindow`).
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub enum Kind {
     FixedWindow,
     CachedFixedWindow,
     SlidingWindow,
@@ -22,86 +22,24 @@ enum Kind {
     Gcra,
 }
 
-/// Every [`Kind`] with the name of its factory, in the order of the enum.
-const KINDS: [(&str, Kind); 5] = [
-    ("fixedWindow", Kind::FixedWindow),
-    ("cachedFixedWindow", Kind::CachedFixedWindow),
-    ("slidingWindow", Kind::SlidingWindow),
-    ("tokenBucket", Kind::TokenBucket),
-    ("gcra", Kind::Gcra),
-];
+impl Kind {
+    const ALL: [Kind; 5] = [
+        Kind::FixedWindow,
+        Kind::CachedFixedWindow,
+        Kind::SlidingWindow,
+        Kind::TokenBucket,
+        Kind::Gcra,
+    ];
 
-#[wasm_bindgen(js_class = Ratelimit)]
-impl JsRatelimit {
-    /// `Ratelimit.fixedWindow(tokens, window)`: `tokens` per window, counted in fixed windows.
-    #[wasm_bindgen(js_name = fixedWindow)]
-    pub fn fixed_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
-        make(
-            "Ratelimit.fixedWindow",
-            Kind::FixedWindow,
-            WINDOW_FIELDS,
-            [tokens, window, JsValue::UNDEFINED],
-        )
-    }
-
-    /// `Ratelimit.cachedFixedWindow(tokens, window)`: a fixed window answered from local counts once
-    /// known, the write to Redis left in `pending`.
-    #[wasm_bindgen(js_name = cachedFixedWindow)]
-    pub fn cached_fixed_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
-        make(
-            "Ratelimit.cachedFixedWindow",
-            Kind::CachedFixedWindow,
-            WINDOW_FIELDS,
-            [tokens, window, JsValue::UNDEFINED],
-        )
-    }
-
-    /// `Ratelimit.slidingWindow(tokens, window)`: `tokens` per window, weighting the previous window.
-    #[wasm_bindgen(js_name = slidingWindow)]
-    pub fn sliding_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
-        make(
-            "Ratelimit.slidingWindow",
-            Kind::SlidingWindow,
-            WINDOW_FIELDS,
-            [tokens, window, JsValue::UNDEFINED],
-        )
-    }
-
-    /// `Ratelimit.tokenBucket(refillRate, interval, maxTokens)`.
-    #[wasm_bindgen(js_name = tokenBucket)]
-    pub fn token_bucket(
-        refill_rate: JsValue,
-        interval: JsValue,
-        max_tokens: JsValue,
-    ) -> JsResult<JsValue> {
-        make(
-            "Ratelimit.tokenBucket",
-            Kind::TokenBucket,
-            ["refillRate", "interval", "maxTokens"],
-            [refill_rate, interval, max_tokens],
-        )
-    }
-
-    /// `Ratelimit.gcra(limit, period, { burst }?)`: `limit` per period, bursts of `burst` (default
-    /// `limit`).
-    pub fn gcra(limit: JsValue, period: JsValue, options: JsValue) -> JsResult<JsValue> {
-        super::install_panic_hook();
-        const CONTEXT: &str = "Ratelimit.gcra";
-        // In the order of the arguments: `limit` and `period` before `options`.
-        options::count(CONTEXT, "limit", &limit, false)?;
-        options::duration(CONTEXT, "period", &period)?;
-        let burst = options::field(CONTEXT, "options", &options, true, "burst")?;
-        let burst = if burst.is_undefined() {
-            limit.clone()
-        } else {
-            burst
-        };
-        make(
-            CONTEXT,
-            Kind::Gcra,
-            ["limit", "period", "burst"],
-            [limit, period, burst],
-        )
+    /// The name of its factory, as the limiter object records it.
+    fn name(self) -> &'static str {
+        match self {
+            Kind::FixedWindow => "fixedWindow",
+            Kind::CachedFixedWindow => "cachedFixedWindow",
+            Kind::SlidingWindow => "slidingWindow",
+            Kind::TokenBucket => "tokenBucket",
+            Kind::Gcra => "gcra",
+        }
     }
 }
 
@@ -110,16 +48,19 @@ impl JsRatelimit {
 type Params = (u64, u64, Option<u64>);
 
 /// The arguments of the window factories.
-const WINDOW_FIELDS: [&str; 3] = ["tokens", "window", ""];
+pub const WINDOW_FIELDS: [&str; 3] = ["tokens", "window", ""];
 
 /// The limiter object of the factory `context` (`Ratelimit.<name>`), from its arguments.
-fn make(context: &str, kind: Kind, fields: [&str; 3], values: [JsValue; 3]) -> JsResult<JsValue> {
-    super::install_panic_hook();
-    let (name, _) = KINDS[kind as usize];
+pub fn make(
+    context: &str,
+    kind: Kind,
+    fields: [&str; 3],
+    values: [JsValue; 3],
+) -> JsResult<JsValue> {
     let (_, (first, period, third)) = algorithm(context, kind, fields, &values)?;
     let object = Object::new();
     let _ = Reflect::set(&object, &TAG.into(), &JsValue::TRUE);
-    let _ = Reflect::set(&object, &"algorithm".into(), &name.into());
+    let _ = Reflect::set(&object, &"algorithm".into(), &kind.name().into());
     let params = Array::of2(&(first as f64).into(), &(period as f64).into());
     if let Some(third) = third {
         params.push(&(third as f64).into());
@@ -167,10 +108,7 @@ pub fn read(context: &str, limiter: &JsValue) -> JsResult<(Algorithm, bool)> {
     } else {
         None
     };
-    let kind = name.and_then(|name| {
-        let mut known = KINDS.iter();
-        known.find_map(|&(known, kind)| (known == name).then_some(kind))
-    });
+    let kind = name.and_then(|name| Kind::ALL.into_iter().find(|kind| kind.name() == name));
     let Some(kind) = kind else {
         return Err(type_error(
             context,

@@ -12,38 +12,25 @@ mod ratelimit;
 mod redis;
 mod shared_cache;
 mod sleep;
+pub(crate) mod sys;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use wasm_bindgen::prelude::*;
-
-#[wasm_bindgen]
-extern "C" {
-    /// `console.error(message)`; throws where there is no console.
-    #[wasm_bindgen(catch, js_namespace = console, js_name = error)]
-    fn console_error(message: &str) -> Result<(), JsValue>;
-}
-
-/// Reports Rust panics on `console.error` instead of as an opaque `unreachable` trap. Every constructor
-/// and factory calls it, so it is in place before any method runs. (Not `#[wasm_bindgen(start)]`, which
-/// would add an export to the glue.)
+/// Reports Rust panics on `console.error` instead of as an opaque `unreachable` trap; runs when the
+/// module is instantiated, before any method.
+#[wasm_bindgen::prelude::wasm_bindgen(start)]
 fn install_panic_hook() {
-    static INSTALLED: AtomicBool = AtomicBool::new(false);
-    if !INSTALLED.swap(true, Ordering::Relaxed) {
-        // Not chained to the hook before: on wasm that is std's default one, which writes to no stderr
-        // and would bring 2 KB of gzipped wasm.
-        std::panic::set_hook(Box::new(|info| report_panic(info)));
-    }
+    std::panic::set_hook(Box::new(|info| report_panic(info)));
 }
 
 /// Writes a panic's text to `console.error`, saying it is a bug of edgelimit's.
 fn report_panic(panic: &dyn std::fmt::Display) {
-    let _ = console_error(&format!("edgelimit panicked (please report this): {panic}"));
+    let _ = sys::console_error(&format!("edgelimit panicked (please report this): {panic}"));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use js_sys::{Array, Function, Reflect};
+    use wasm_bindgen::JsValue;
     use wasm_bindgen_test::wasm_bindgen_test;
 
     #[wasm_bindgen_test]

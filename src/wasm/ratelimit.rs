@@ -1,12 +1,13 @@
 //! `Ratelimit`: the limiter as JavaScript sees it, mirroring `@upstash/ratelimit`.
 
 use super::errors::{range_error, to_js_error, type_error};
-use super::limiter;
+use super::limiter::{self, Kind};
 use super::options::{self, get, JsResult};
 use super::promise::promise;
 use super::redis::RedisConfig;
 use super::shared_cache::shared_cache;
 use super::sleep::sleep;
+use super::sys;
 use crate::backend::MemoryBackend;
 use crate::ratelimit::{
     EphemeralCache, FailMode, Ratelimit, Response, Settings, Store, DEFAULT_CACHE_SIZE,
@@ -19,6 +20,11 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 use wasm_bindgen::prelude::*;
+
+thread_local! {
+    /// The key `rate`, a JavaScript string made once: `limit` reads it on every call.
+    static RATE: JsValue = JsValue::from_str("rate");
+}
 
 /// The default timeout of a request to Redis, in milliseconds.
 const DEFAULT_TIMEOUT_MS: u64 = 5_000;
@@ -38,7 +44,6 @@ impl JsRatelimit {
     /// Checks every option and builds the limiter; a bad option throws.
     #[wasm_bindgen(constructor)]
     pub fn new(config: JsValue) -> JsResult<JsRatelimit> {
-        super::install_panic_hook();
         const CONTEXT: &str = "new Ratelimit";
         let limiter = options::field(CONTEXT, "config", &config, false, "limiter")?;
         let (algorithm, cached) = limiter::read(CONTEXT, &limiter)?;
@@ -158,7 +163,18 @@ impl JsRatelimit {
     pub fn limit(&self, identifier: JsValue, options: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.limit";
         let call = identifier_arg(CONTEXT, &identifier).and_then(|identifier| {
-            let rate = options::field(CONTEXT, "options", &options, true, "rate")?;
+            let rate = if options.is_undefined() {
+                JsValue::UNDEFINED
+            } else if options.is_object() {
+                RATE.with(|rate| Reflect::get(&options, rate))?
+            } else {
+                return Err(type_error(
+                    CONTEXT,
+                    "options",
+                    "must be an object",
+                    &options,
+                ));
+            };
             let rate = if rate.is_undefined() {
                 1.0
             } else {
@@ -238,6 +254,79 @@ impl JsRatelimit {
     }
 }
 
+#[wasm_bindgen(js_class = Ratelimit)]
+impl JsRatelimit {
+    /// `Ratelimit.fixedWindow(tokens, window)`: `tokens` per window, counted in fixed windows.
+    #[wasm_bindgen(js_name = fixedWindow)]
+    pub fn fixed_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
+        limiter::make(
+            "Ratelimit.fixedWindow",
+            Kind::FixedWindow,
+            limiter::WINDOW_FIELDS,
+            [tokens, window, JsValue::UNDEFINED],
+        )
+    }
+
+    /// `Ratelimit.cachedFixedWindow(tokens, window)`: a fixed window answered from local counts once
+    /// known, the write to Redis left in `pending`.
+    #[wasm_bindgen(js_name = cachedFixedWindow)]
+    pub fn cached_fixed_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
+        limiter::make(
+            "Ratelimit.cachedFixedWindow",
+            Kind::CachedFixedWindow,
+            limiter::WINDOW_FIELDS,
+            [tokens, window, JsValue::UNDEFINED],
+        )
+    }
+
+    /// `Ratelimit.slidingWindow(tokens, window)`: `tokens` per window, weighting the previous window.
+    #[wasm_bindgen(js_name = slidingWindow)]
+    pub fn sliding_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
+        limiter::make(
+            "Ratelimit.slidingWindow",
+            Kind::SlidingWindow,
+            limiter::WINDOW_FIELDS,
+            [tokens, window, JsValue::UNDEFINED],
+        )
+    }
+
+    /// `Ratelimit.tokenBucket(refillRate, interval, maxTokens)`.
+    #[wasm_bindgen(js_name = tokenBucket)]
+    pub fn token_bucket(
+        refill_rate: JsValue,
+        interval: JsValue,
+        max_tokens: JsValue,
+    ) -> JsResult<JsValue> {
+        limiter::make(
+            "Ratelimit.tokenBucket",
+            Kind::TokenBucket,
+            ["refillRate", "interval", "maxTokens"],
+            [refill_rate, interval, max_tokens],
+        )
+    }
+
+    /// `Ratelimit.gcra(limit, period, { burst }?)`: `limit` per period, bursts of `burst` (default
+    /// `limit`).
+    pub fn gcra(limit: JsValue, period: JsValue, options: JsValue) -> JsResult<JsValue> {
+        const CONTEXT: &str = "Ratelimit.gcra";
+        // In the order of the arguments: `limit` and `period` before `options`.
+        options::count(CONTEXT, "limit", &limit, false)?;
+        options::duration(CONTEXT, "period", &period)?;
+        let burst = options::field(CONTEXT, "options", &options, true, "burst")?;
+        let burst = if burst.is_undefined() {
+            limit.clone()
+        } else {
+            burst
+        };
+        limiter::make(
+            CONTEXT,
+            Kind::Gcra,
+            ["limit", "period", "burst"],
+            [limit, period, burst],
+        )
+    }
+}
+
 impl JsRatelimit {
     /// A Promise of `call` (or of its argument error, rejected), its failure an error of `context`.
     fn run(&self, context: &'static str, call: JsResult<Call>) -> Promise {
@@ -279,8 +368,9 @@ async fn run(
                 Some(work) => promise(Box::pin(async move {
                     work.await;
                     Ok(JsValue::UNDEFINED)
-                })),
-                None => Promise::resolve(&JsValue::UNDEFINED),
+                }))
+                .into(),
+                None => JsValue::UNDEFINED,
             };
             response_object(&response, &pending)
         }
@@ -289,7 +379,7 @@ async fn run(
                 .block_until_ready(&identifier, 1.0, timeout, sleep)
                 .await
                 .map_err(failed)?;
-            response_object(&response, &Promise::resolve(&JsValue::UNDEFINED))
+            response_object(&response, &JsValue::UNDEFINED)
         }
         Call::SetDynamicLimit(limit) => {
             limiter.set_dynamic_limit(limit).await.map_err(failed)?;
@@ -302,11 +392,11 @@ async fn run(
         }
         Call::GetRemaining(identifier) => {
             let remaining = limiter.get_remaining(&identifier).await.map_err(failed)?;
-            object(&[
-                ("remaining", remaining.remaining.into()),
-                ("reset", (remaining.reset as f64).into()),
-                ("limit", (remaining.limit as f64).into()),
-            ])
+            sys::remaining_response(
+                remaining.remaining,
+                remaining.reset as f64,
+                remaining.limit as f64,
+            )
         }
         Call::ResetUsedTokens(identifier) => {
             limiter
@@ -323,19 +413,19 @@ fn identifier_arg(context: &str, identifier: &JsValue) -> JsResult<String> {
     options::string(context, "identifier", identifier, false)
 }
 
-/// `{ success, limit, remaining, reset, pending, reason? }`.
-fn response_object(response: &Response, pending: &Promise) -> JsValue {
-    let object = object(&[
-        ("success", response.success.into()),
-        ("limit", (response.limit as f64).into()),
-        ("remaining", response.remaining.into()),
-        ("reset", (response.reset as f64).into()),
-        ("pending", pending.into()),
-    ]);
-    if let Some(reason) = response.reason {
-        let _ = Reflect::set(&object, &"reason".into(), &reason.as_str().into());
-    }
-    object
+/// `{ success, limit, remaining, reset, pending, reason? }`; `pending` undefined when nothing is left.
+fn response_object(response: &Response, pending: &JsValue) -> JsValue {
+    let reason = response
+        .reason
+        .map_or(JsValue::UNDEFINED, |reason| reason.as_str().into());
+    sys::limit_response(
+        response.success,
+        response.limit as f64,
+        response.remaining,
+        response.reset as f64,
+        pending,
+        &reason,
+    )
 }
 
 /// A plain object of these properties.

@@ -71,7 +71,6 @@ impl JsRedis {
     /// `new Redis({ url, token, fetch? })`.
     #[wasm_bindgen(constructor)]
     pub fn new(config: JsValue) -> JsResult<JsRedis> {
-        super::install_panic_hook();
         RedisConfig::read("new Redis", "config", &config).map(Self::from)
     }
 
@@ -79,7 +78,6 @@ impl JsRedis {
     /// else `Deno.env`.
     #[wasm_bindgen(js_name = fromEnv)]
     pub fn from_env(env: JsValue) -> JsResult<JsRedis> {
-        super::install_panic_hook();
         const CONTEXT: &str = "Redis.fromEnv";
         let url = variable(CONTEXT, &env, "UPSTASH_REDIS_REST_URL")?;
         let token = variable(CONTEXT, &env, "UPSTASH_REDIS_REST_TOKEN")?;

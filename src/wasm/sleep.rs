@@ -1,16 +1,10 @@
 //! Waiting in JavaScript: a `setTimeout` wrapped in a Promise, for `blockUntilReady`.
 
+use super::sys::set_timeout;
 use js_sys::Promise;
 use std::time::Duration;
-use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;
-
-#[wasm_bindgen]
-extern "C" {
-    /// The global `setTimeout(handler, ms)`; throws where there is none.
-    #[wasm_bindgen(catch, js_name = setTimeout)]
-    fn set_timeout(handler: &JsValue, ms: f64) -> Result<JsValue, JsValue>;
-}
 
 /// Resolves after `wait` (rounded up to whole milliseconds), through the global `setTimeout`.
 /// Without one (never seen in a supported runtime) it resolves at once.

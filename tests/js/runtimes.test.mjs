@@ -10,7 +10,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readlinkSync, rmSync, symlinkSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, symlinkSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
@@ -226,6 +226,13 @@ test("Vercel's edge-runtime imports the package through the `edge-light` conditi
   await check(JSON.parse(body), opts, /^edge-runtime \(edge-runtime\)$/);
 });
 
+/** The package's JavaScript snippets (pkg/snippets/...), which the glue imports. */
+function snippets() {
+  return readdirSync(join(pkgDir, "snippets"), { recursive: true })
+    .filter((file) => file.endsWith(".js"))
+    .map((file) => `snippets/${file}`);
+}
+
 test("Chromium loads the package's browser entry in a page", { skip }, async () => {
   const opts = options("chromium");
   const types = { ".html": "text/html", ".mjs": "text/javascript", ".js": "text/javascript", ".wasm": "application/wasm" };
@@ -234,7 +241,7 @@ test("Chromium loads the package's browser entry in a page", { skip }, async () 
     ["/", join(runtimesDir, "browser.html")],
     ["/runtimes/browser.mjs", join(runtimesDir, "browser.mjs")],
     ["/runtimes/scenario.mjs", join(runtimesDir, "scenario.mjs")],
-    ...["index.web.js", "edgelimit.js", "edgelimit_bg.wasm"].map((file) => [`/pkg/${file}`, join(pkgDir, file)]),
+    ...["index.web.js", "edgelimit.js", "edgelimit_bg.wasm", ...snippets()].map((file) => [`/pkg/${file}`, join(pkgDir, file)]),
   ]);
   let deliver;
   const outcome = new Promise((resolve) => (deliver = resolve));

@@ -1,0 +1,92 @@
+// The JavaScript half of edgelimit's boundary (see src/wasm/mod.rs): work that costs one crossing from
+// Rust when done here, and many when done from Rust one property at a time. Imported by src/wasm/sys.rs.
+
+/** The `pending` of an answer that leaves no work behind: one settled Promise shared by all. */
+const SETTLED = Promise.resolve();
+
+/** `{ success, limit, remaining, reset, pending, reason? }`, the answer of `limit()`. */
+export function limitResponse(success, limit, remaining, reset, pending, reason) {
+  const response = { success, limit, remaining, reset, pending: pending ?? SETTLED };
+  if (reason !== undefined) response.reason = reason;
+  return response;
+}
+
+/** `{ remaining, reset, limit }`, the answer of `getRemaining()`. */
+export function remainingResponse(remaining, reset, limit) {
+  return { remaining, reset, limit };
+}
+
+/** The headers of every request to one server, built once per `Redis` and shared by its requests. */
+export function requestHeaders(authorization) {
+  return { Authorization: authorization, "Content-Type": "application/json" };
+}
+
+/** Browsers refuse `keepalive` requests whose bodies add up to 64 KiB or more. */
+const KEEPALIVE_MAX_BODY = 64 * 1024;
+
+/**
+ * POSTs `body` to `url` with `fetch` (the global one when `fetch` is undefined) and resolves to
+ * `[status, bytes]`. A failure rejects with `[stage, error]`, `stage` saying what failed. With
+ * `timeout` > 0 (ms), after that long the request is aborted and the Promise rejects with
+ * `["timeout"]`, even when a custom `fetch` ignores the signal.
+ */
+export function post(fetch, url, headers, body, timeout) {
+  const init = { method: "POST", headers, body, keepalive: body.length < KEEPALIVE_MAX_BODY };
+  if (!(timeout > 0)) return send(fetch, url, init);
+  const controller = idleControllers.pop() ?? new AbortController();
+  init.signal = controller.signal;
+  let timer;
+  const expired = new Promise((_, reject) => {
+    timer = setTimeout(() => {
+      reject(["timeout"]);
+      controller.abort();
+    }, timeout);
+  });
+  return Promise.race([send(fetch, url, init), expired]).finally(() => {
+    clearTimeout(timer);
+    release(controller);
+  });
+}
+
+/**
+ * AbortControllers whose request finished without being aborted, for the next requests: making one
+ * costs more than the rest of a request in Node. A controller serves one request at a time, so a
+ * timeout aborts only its own request, and at most `CONTROLLER_USES` requests in all, since a `fetch`
+ * may leave a listener on the signal until its request is garbage-collected.
+ */
+const idleControllers = [];
+const CONTROLLER_USES = 256;
+const uses = new WeakMap();
+
+function release(controller) {
+  const used = (uses.get(controller) ?? 0) + 1;
+  if (controller.signal.aborted || used >= CONTROLLER_USES || idleControllers.length >= 64) return;
+  uses.set(controller, used);
+  idleControllers.push(controller);
+}
+
+async function send(fetch, url, init) {
+  const call = fetch ?? globalThis.fetch;
+  if (typeof call !== "function") {
+    throw ["fetch", new TypeError("this JavaScript runtime has no global `fetch` function")];
+  }
+  let response;
+  try {
+    response = await call.call(globalThis, url, init);
+  } catch (error) {
+    throw ["fetch failed", error];
+  }
+  if (response === null || typeof response !== "object") {
+    throw ["fetch resolved to something other than a Response", response];
+  }
+  try {
+    const status = response.status;
+    // A Response has arrayBuffer(); an object that only has text() is read as text.
+    const bytes = typeof response.arrayBuffer === "function"
+      ? new Uint8Array(await response.arrayBuffer())
+      : new TextEncoder().encode(await response.text());
+    return [status, bytes];
+  } catch (error) {
+    throw ["reading the body failed", error];
+  }
+}

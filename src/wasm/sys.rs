@@ -1,0 +1,53 @@
+//! Every JavaScript function the crate imports, in one place: the runtime's globals and the helpers of
+//! `boundary.js`, the JavaScript half of the boundary.
+
+use js_sys::Promise;
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen]
+extern "C" {
+    /// `console.error(message)`; throws where there is no console.
+    #[wasm_bindgen(catch, js_namespace = console, js_name = error)]
+    pub fn console_error(message: &str) -> Result<(), JsValue>;
+
+    /// The global `setTimeout(handler, ms)`; throws where there is none.
+    #[wasm_bindgen(catch, js_name = setTimeout)]
+    pub fn set_timeout(handler: &JsValue, ms: f64) -> Result<JsValue, JsValue>;
+
+    /// `String(value)`: any value as JavaScript writes it.
+    #[wasm_bindgen(js_name = String)]
+    pub fn string(value: &JsValue) -> String;
+}
+
+#[wasm_bindgen(module = "/src/wasm/boundary.js")]
+extern "C" {
+    /// `{ success, limit, remaining, reset, pending, reason? }`; `pending` undefined for none left.
+    #[wasm_bindgen(js_name = limitResponse)]
+    pub fn limit_response(
+        success: bool,
+        limit: f64,
+        remaining: f64,
+        reset: f64,
+        pending: &JsValue,
+        reason: &JsValue,
+    ) -> JsValue;
+
+    /// `{ remaining, reset, limit }`.
+    #[wasm_bindgen(js_name = remainingResponse)]
+    pub fn remaining_response(remaining: f64, reset: f64, limit: f64) -> JsValue;
+
+    /// The headers object every request of one server shares.
+    #[wasm_bindgen(js_name = requestHeaders)]
+    pub fn request_headers(authorization: &str) -> JsValue;
+
+    /// POSTs `body` to `url` (with `fetch`, or the global one when undefined): a Promise of
+    /// `[status, Uint8Array]`, rejected with `[stage, error]` (`["timeout"]` after `timeout` ms > 0).
+    #[wasm_bindgen(catch)]
+    pub fn post(
+        fetch: &JsValue,
+        url: &JsValue,
+        headers: &JsValue,
+        body: &str,
+        timeout: f64,
+    ) -> Result<Promise, JsValue>;
+}
