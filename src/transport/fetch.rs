@@ -2,15 +2,20 @@
 //! and Vercel Edge alike.
 //!
 //! One request is one call into JavaScript (`post` of `src/wasm/boundary.js`), which sends it, reads the
-//! body as bytes and applies the timeout, and one Promise awaited here: the URL and the headers are
-//! JavaScript values made once per transport, not per request. `fetch` is taken from the global object
+//! body as bytes, applies the timeout and hands the outcome to one Rust function made once for the
+//! instance ([`deliver`]), which completes the request's one-shot channel: no Promise is wrapped and no
+//! callback made per request. The URL and the headers are JavaScript values made once per transport. `fetch` is taken from the global object
 //! (`globalThis`), never from `window`, which workers, Deno and Node do not have.
 
 use std::time::Duration;
 
+use std::cell::RefCell;
+
+use futures_channel::oneshot;
 use js_sys::{Array, Function, Uint8Array};
+use slab::Slab;
+use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
-use wasm_bindgen_futures::JsFuture;
 
 use super::{HttpReply, Transport};
 use crate::error::{Error, Result};
@@ -86,19 +91,33 @@ impl Transport for FetchTransport {
         let timeout_ms = self.timeout.map_or(0.0, |after| {
             after.as_millis().clamp(1, i32::MAX as u128) as f64
         });
-        let sent = sys::post(
-            &self.fetch,
-            &self.url(path),
-            &self.headers,
-            &body,
-            timeout_ms,
-        );
-        let reply: Array = match sent {
-            Ok(sent) => JsFuture::from(sent).await,
-            Err(thrown) => Err(thrown),
-        }
-        .map_err(|failure| self.failure(&failure))?
-        .unchecked_into();
+        let (sender, outcome) = oneshot::channel();
+        let id = IN_FLIGHT.with_borrow_mut(|in_flight| in_flight.insert(sender)) as u32;
+        let url = self.url(path);
+        let sent = DELIVER.with(|deliver| {
+            let deliver = deliver.as_ref();
+            sys::post(
+                &self.fetch,
+                &url,
+                &self.headers,
+                &body,
+                timeout_ms,
+                id,
+                deliver,
+            )
+        });
+        let outcome = match sent {
+            Ok(()) => outcome.await.unwrap_or_else(|_| {
+                Err(Array::of2(&"the request was dropped".into(), &JsValue::UNDEFINED).into())
+            }),
+            Err(thrown) => {
+                IN_FLIGHT.with_borrow_mut(|in_flight| in_flight.try_remove(id as usize));
+                Err(thrown)
+            }
+        };
+        let reply: Array = outcome
+            .map_err(|failure| self.failure(&failure))?
+            .unchecked_into();
         let status = reply.get(0).as_f64().unwrap_or_default() as u16;
         let body = reply.get(1).unchecked_into::<Uint8Array>().to_vec();
         let body = String::from_utf8(body).map_err(|_| Error::Network {
@@ -109,7 +128,7 @@ impl Transport for FetchTransport {
 }
 
 impl FetchTransport {
-    /// The error of a request whose Promise rejected with `[stage, error]` (or that threw `error`).
+    /// The error of a request that failed with `[stage, error]` (or whose sending threw `error`).
     fn failure(&self, failure: &JsValue) -> Error {
         let (stage, error) = match failure.dyn_ref::<Array>() {
             Some(pair) => (pair.get(0).as_string().unwrap_or_default(), pair.get(1)),
@@ -121,6 +140,24 @@ impl FetchTransport {
                 message: format!("{stage}: {}", describe(&error)),
             },
         }
+    }
+}
+
+/// What a request's JavaScript half settles with: `[status, bytes]`, or `[stage, error]`.
+type Outcome = std::result::Result<JsValue, JsValue>;
+
+thread_local! {
+    /// The requests sent and not yet delivered, by id.
+    static IN_FLIGHT: RefCell<Slab<oneshot::Sender<Outcome>>> = const { RefCell::new(Slab::new()) };
+    /// [`deliver`] as a JavaScript function, made once and kept for the life of the instance.
+    static DELIVER: Closure<dyn FnMut(u32, bool, JsValue)> = Closure::new(deliver);
+}
+
+/// Hands request `id` its outcome (`ok` or not); a request whose caller went away is dropped.
+fn deliver(id: u32, ok: bool, value: JsValue) {
+    let sender = IN_FLIGHT.with_borrow_mut(|in_flight| in_flight.try_remove(id as usize));
+    if let Some(sender) = sender {
+        let _ = sender.send(if ok { Ok(value) } else { Err(value) });
     }
 }
 

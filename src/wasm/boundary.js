@@ -25,27 +25,33 @@ export function requestHeaders(authorization) {
 const KEEPALIVE_MAX_BODY = 64 * 1024;
 
 /**
- * POSTs `body` to `url` with `fetch` (the global one when `fetch` is undefined) and resolves to
- * `[status, bytes]`. A failure rejects with `[stage, error]`, `stage` saying what failed. With
- * `timeout` > 0 (ms), after that long the request is aborted and the Promise rejects with
- * `["timeout"]`, even when a custom `fetch` ignores the signal.
+ * POSTs `body` to `url` with `fetch` (the global one when `fetch` is undefined), then calls
+ * `deliver(id, true, [status, bytes])`, or `deliver(id, false, [stage, error])` on failure, `stage`
+ * saying what failed. With `timeout` > 0 (ms), after that long the request is aborted and delivered as
+ * `["timeout"]`, even when a custom `fetch` ignores the signal. `deliver` is one function for every
+ * request, so no callback is made per request on the Rust side.
  */
-export function post(fetch, url, headers, body, timeout) {
+export function post(fetch, url, headers, body, timeout, id, deliver) {
   const init = { method: "POST", headers, body, keepalive: body.length < KEEPALIVE_MAX_BODY };
-  if (!(timeout > 0)) return send(fetch, url, init);
-  const controller = idleControllers.pop() ?? new AbortController();
-  init.signal = controller.signal;
-  let timer;
-  const expired = new Promise((_, reject) => {
-    timer = setTimeout(() => {
-      reject(["timeout"]);
-      controller.abort();
-    }, timeout);
-  });
-  return Promise.race([send(fetch, url, init), expired]).finally(() => {
-    clearTimeout(timer);
-    release(controller);
-  });
+  let reply;
+  if (timeout > 0) {
+    const controller = idleControllers.pop() ?? new AbortController();
+    init.signal = controller.signal;
+    let timer;
+    const expired = new Promise((_, reject) => {
+      timer = setTimeout(() => {
+        reject(["timeout"]);
+        controller.abort();
+      }, timeout);
+    });
+    reply = Promise.race([send(fetch, url, init), expired]).finally(() => {
+      clearTimeout(timer);
+      release(controller);
+    });
+  } else {
+    reply = send(fetch, url, init);
+  }
+  reply.then((value) => deliver(id, true, value), (failure) => deliver(id, false, failure));
 }
 
 /**

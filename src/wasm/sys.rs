@@ -1,7 +1,6 @@
 //! Every JavaScript function the crate imports, in one place: the runtime's globals and the helpers of
 //! `boundary.js`, the JavaScript half of the boundary.
 
-use js_sys::Promise;
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
@@ -40,8 +39,9 @@ extern "C" {
     #[wasm_bindgen(js_name = requestHeaders)]
     pub fn request_headers(authorization: &str) -> JsValue;
 
-    /// POSTs `body` to `url` (with `fetch`, or the global one when undefined): a Promise of
-    /// `[status, Uint8Array]`, rejected with `[stage, error]` (`["timeout"]` after `timeout` ms > 0).
+    /// POSTs `body` to `url` (with `fetch`, or the global one when undefined), then calls
+    /// `deliver(id, true, [status, Uint8Array])`, or `deliver(id, false, [stage, error])` on failure
+    /// (`["timeout"]` after `timeout` ms > 0). Throws only when the runtime lacks what it needs.
     #[wasm_bindgen(catch)]
     pub fn post(
         fetch: &JsValue,
@@ -49,5 +49,7 @@ extern "C" {
         headers: &JsValue,
         body: &str,
         timeout: f64,
-    ) -> Result<Promise, JsValue>;
+        id: u32,
+        deliver: &JsValue,
+    ) -> Result<(), JsValue>;
 }
