@@ -131,7 +131,10 @@ impl FetchTransport {
         let body = text.as_string().ok_or_else(|| Error::Network {
             message: format!("the body read as {} instead of text", describe(&text)),
         })?;
-        Ok(HttpReply { status, body })
+        Ok(HttpReply {
+            status,
+            body: body.into_bytes(),
+        })
     }
 }
 

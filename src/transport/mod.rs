@@ -14,16 +14,16 @@ pub use fetch::FetchTransport;
 #[cfg(all(feature = "native", not(target_arch = "wasm32")))]
 pub use native::HttpTransport;
 
-use crate::backend::MaybeSendSync;
 use crate::error::Result;
+use crate::maybe_send::MaybeSendSync;
 
-/// An HTTP reply: status code and body text.
+/// An HTTP reply: status code and body bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpReply {
     /// The HTTP status code.
     pub status: u16,
-    /// The body, as text.
-    pub body: String,
+    /// The body, as received.
+    pub body: Vec<u8>,
 }
 
 /// Sends one request to an Upstash-compatible REST server.

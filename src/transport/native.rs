@@ -58,7 +58,7 @@ impl Transport for HttpTransport {
         };
         let response = request.send().await.map_err(failed)?;
         let status = response.status().as_u16();
-        let body = response.text().await.map_err(failed)?;
+        let body = response.bytes().await.map_err(failed)?.to_vec();
         Ok(HttpReply { status, body })
     }
 }
