@@ -41,6 +41,8 @@ mod clock;
 mod decision;
 mod duration;
 mod error;
+mod maybe_send;
+#[cfg(target_arch = "wasm32")]
 mod number;
 pub mod ratelimit;
 pub mod redis;
@@ -48,8 +50,8 @@ pub mod transport;
 #[cfg(target_arch = "wasm32")]
 mod wasm;
 
-/// Talc instead of the default dlmalloc: 2-3 KB less gzipped wasm, and faster. WebAssembly without the
-/// `atomics` feature has one thread, the condition `new_wasm_dynamic_allocator` requires.
+/// Talc instead of the default dlmalloc, for speed. WebAssembly without the `atomics` feature has one
+/// thread, the condition `new_wasm_dynamic_allocator` requires.
 #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
 #[global_allocator]
 static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
@@ -110,10 +112,11 @@ mod allocator_tests {
     }
 }
 
-pub use algorithm::{Algorithm, FixedWindow, Gcra, Policy, SlidingWindow, TokenBucket};
-pub use backend::{Backend, MaybeSendSync, MemoryBackend};
+pub use algorithm::{Algorithm, Cost, FixedWindow, Gcra, Policy, SlidingWindow, TokenBucket};
+pub use backend::{Backend, MemoryBackend, Outcome};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
 pub use duration::{duration_from_millis, parse_duration, MAX_DURATION_MS};
 pub use error::{Error, Result};
+pub use maybe_send::{BoxFuture, MaybeSendSync};
 pub use redis::RedisBackend;
