@@ -83,9 +83,7 @@ impl<T: Transport> RedisBackend<T> {
             a.to_string(),
             b.to_string(),
             c.to_string(),
-            // Rust prints a float as the shortest decimal that reads back the same, never with an
-            // exponent: `5`, `0.5`.
-            cost.get().to_string(),
+            decimal(cost),
         ];
         if let Some(limit_key) = limit_key {
             keys.push(limit_key.to_owned());
@@ -184,5 +182,33 @@ impl<T: Transport> Backend for RedisBackend<T> {
             }
             .map(drop)
         })
+    }
+}
+
+/// `cost` as the script reads it: the shortest decimal that reads back the same, never with an
+/// exponent (`5`, `0.5`), which f64's `Display` writes.
+fn decimal(cost: Cost) -> String {
+    cost.get().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithm::TokenBucket;
+    use std::time::Duration;
+
+    #[test]
+    fn costs_are_sent_as_exact_decimals() {
+        let rule = Algorithm::from(TokenBucket::new(1, Duration::from_secs(1), 10).unwrap());
+        for (cost, text) in [
+            (5.0, "5"),
+            (0.5, "0.5"),
+            (-0.25, "-0.25"),
+            (1_796_220_043_830.0, "1796220043830"),
+            (9_007_199_254_740_991.0, "9007199254740991"),
+            (0.1 + 0.2, "0.30000000000000004"),
+        ] {
+            assert_eq!(decimal(rule.cost(cost).unwrap()), text);
+        }
     }
 }
