@@ -1,7 +1,6 @@
 //! Durations as users write them: `"10 s"`, `"10s"`, `"1.5 m"`, or a number of milliseconds.
 
 use crate::error::{Error, Result};
-use crate::number::parse_digits;
 use std::time::Duration;
 
 /// The largest duration accepted, in milliseconds: the largest integer a JavaScript number (and a Lua
@@ -23,7 +22,6 @@ pub fn parse_duration(input: &str) -> Result<Duration> {
 /// [`parse_duration`], failing with the reason alone (the JavaScript bindings quote the value
 /// themselves).
 pub(crate) fn parse(input: &str) -> Result<Duration, &'static str> {
-    // Bytes and checked splits, not `str` slicing, whose char-boundary panics would come along.
     let text = input.trim();
     let number_end = text
         .bytes()
@@ -39,30 +37,30 @@ pub(crate) fn parse(input: &str) -> Result<Duration, &'static str> {
         "w" => 604_800_000,
         _ => return Err("expected a number followed by one of ms, s, m, h, d, w"),
     };
-    let mut parts = number.as_bytes().split(|&byte| byte == b'.');
+    let mut parts = number.split('.');
     let whole = parts.next().unwrap_or_default();
     let fraction = parts.next();
-    if whole.is_empty() || fraction.is_some_and(<[u8]>::is_empty) || parts.next().is_some() {
+    if whole.is_empty() || fraction.is_some_and(str::is_empty) || parts.next().is_some() {
         return Err("expected a number followed by one of ms, s, m, h, d, w");
     }
     // Exact integer arithmetic: whole · unit + fraction · unit / 10^digits. Every unit is
     // 2^a · 3^b · 5^c · 7^d milliseconds with a ≤ 10 and c ≤ 5, so a fraction of more than 10 digits
     // (trailing zeros aside) is never a whole number of milliseconds, and one of at most 10 times a
     // unit stays below 10^10 · 604,800,000 < 2^63.
-    let mut fraction = fraction.unwrap_or_default();
-    while let [digits @ .., b'0'] = fraction {
-        fraction = digits;
-    }
+    let fraction = fraction.unwrap_or_default().trim_end_matches('0');
     let not_whole = "not a whole number of milliseconds";
     if fraction.len() > 10 {
         return Err(not_whole);
     }
     let scale = 10u64.pow(fraction.len() as u32);
-    let fraction_ms = parse_digits(fraction).unwrap_or(0) * unit_ms;
+    // Only ASCII digits are left in `whole` and `fraction`: parsing fails only when too large.
+    let fraction_ms = fraction.parse::<u64>().unwrap_or(0) * unit_ms;
     if fraction_ms % scale != 0 {
         return Err(not_whole);
     }
-    let millis = parse_digits(whole)
+    let millis = whole
+        .parse::<u64>()
+        .ok()
         .and_then(|whole| whole.checked_mul(unit_ms))
         .and_then(|whole_ms| whole_ms.checked_add(fraction_ms / scale))
         .ok_or("too large")?;
@@ -73,7 +71,7 @@ pub(crate) fn parse(input: &str) -> Result<Duration, &'static str> {
 /// and at most [`MAX_DURATION_MS`].
 pub fn duration_from_millis(millis: f64) -> Result<Duration> {
     from_millis(millis).map_err(|reason| Error::InvalidDuration {
-        input: crate::number::format_f64(millis),
+        input: millis.to_string(),
         reason,
     })
 }

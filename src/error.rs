@@ -24,7 +24,7 @@ pub enum Error {
         reason: &'static str,
     },
     /// A cost the algorithm cannot take (NaN, infinite, fractional for a window algorithm).
-    #[error("invalid cost {} for {algorithm}: {reason}", crate::number::format_f64(*.cost))]
+    #[error("invalid cost {cost} for {algorithm}: {reason}")]
     InvalidCost {
         /// The algorithm that refused it.
         algorithm: &'static str,
@@ -34,10 +34,7 @@ pub enum Error {
         reason: &'static str,
     },
     /// A cost larger than the limit's capacity: it can never be admitted.
-    #[error(
-        "cost {} exceeds the capacity {capacity}: it can never be admitted",
-        crate::number::format_f64(*.cost)
-    )]
+    #[error("cost {cost} exceeds the capacity {capacity}: it can never be admitted")]
     CostExceedsCapacity {
         /// The requested cost.
         cost: f64,
@@ -103,40 +100,9 @@ impl Error {
     }
 }
 
-/// `text` in double quotes, with quotes, backslashes and control characters escaped as Rust's `{:?}`
-/// does, but without its Unicode tables (some kilobytes of wasm): other characters stay as they are.
+/// `text` in double quotes, escaped as Rust's `{:?}` does.
 pub(crate) fn quote(text: &str) -> String {
-    let mut quoted = String::with_capacity(text.len() + 2);
-    quoted.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => quoted.push_str("\\\""),
-            '\\' => quoted.push_str("\\\\"),
-            '\n' => quoted.push_str("\\n"),
-            '\r' => quoted.push_str("\\r"),
-            '\t' => quoted.push_str("\\t"),
-            '\0' => quoted.push_str("\\0"),
-            '\u{0}'..='\u{1f}' | '\u{7f}' => {
-                quoted.push_str("\\u{");
-                quoted.push_str(&format_hex(c as u8));
-                quoted.push('}');
-            }
-            c => quoted.push(c),
-        }
-    }
-    quoted.push('"');
-    quoted
-}
-
-/// A byte in lowercase hex without leading zeros, as `{:x}` writes it.
-fn format_hex(byte: u8) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut text = String::new();
-    if byte >= 16 {
-        text.push(HEX[usize::from(byte >> 4)] as char);
-    }
-    text.push(HEX[usize::from(byte & 0xF)] as char);
-    text
+    format!("{text:?}")
 }
 
 /// `Result` with edgelimit's [`Error`].

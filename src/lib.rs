@@ -41,6 +41,8 @@ mod clock;
 mod decision;
 mod duration;
 mod error;
+mod maybe_send;
+#[cfg(target_arch = "wasm32")]
 mod number;
 pub mod ratelimit;
 pub mod redis;
@@ -48,10 +50,11 @@ pub mod transport;
 #[cfg(target_arch = "wasm32")]
 mod wasm;
 
-pub use algorithm::{Algorithm, FixedWindow, Gcra, Policy, SlidingWindow, TokenBucket};
-pub use backend::{Backend, MaybeSendSync, MemoryBackend};
+pub use algorithm::{Algorithm, Cost, FixedWindow, Gcra, Policy, SlidingWindow, TokenBucket};
+pub use backend::{Backend, MemoryBackend, Outcome};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
 pub use duration::{duration_from_millis, parse_duration, MAX_DURATION_MS};
 pub use error::{Error, Result};
+pub use maybe_send::{BoxFuture, MaybeSendSync};
 pub use redis::RedisBackend;

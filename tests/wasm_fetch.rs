@@ -53,8 +53,9 @@ fn unique_key(name: &str) -> String {
     )
 }
 
-fn json(text: &str) -> serde_json::Value {
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+fn json(body: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(body)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(body)))
 }
 
 fn now_ms() -> f64 {
@@ -112,7 +113,12 @@ async fn pipeline_set_then_get() {
     // A trailing slash on the base URL is tolerated.
     let transport = FetchTransport::new(&format!("{}/", gateway_url()), token());
     let reply = set_then_get(&transport, "hello").await;
-    assert_eq!(reply.status, 200, "body: {}", reply.body);
+    assert_eq!(
+        reply.status,
+        200,
+        "body: {}",
+        String::from_utf8_lossy(&reply.body)
+    );
     assert_eq!(
         json(&reply.body),
         serde_json::json!([{ "result": "OK" }, { "result": "hello" }])
@@ -131,7 +137,12 @@ async fn large_body_is_sent_without_keepalive() {
         .post("/pipeline", body)
         .await
         .expect("the large request failed");
-    assert_eq!(reply.status, 200, "body: {}", reply.body);
+    assert_eq!(
+        reply.status,
+        200,
+        "body: {}",
+        String::from_utf8_lossy(&reply.body)
+    );
     assert_eq!(
         json(&reply.body),
         serde_json::json!([{ "result": "OK" }, { "result": 100 * 1024 }])
@@ -145,7 +156,12 @@ async fn bad_token_is_a_401_reply() {
         .post("/pipeline", r#"[["GET","k"]]"#.to_owned())
         .await
         .expect("a 401 is a reply, not an error");
-    assert_eq!(reply.status, 401, "body: {}", reply.body);
+    assert_eq!(
+        reply.status,
+        401,
+        "body: {}",
+        String::from_utf8_lossy(&reply.body)
+    );
 }
 
 #[wasm_bindgen_test]
@@ -180,7 +196,12 @@ async fn custom_fetch_is_used() {
         .with_timeout(Some(Duration::from_secs(10)))
         .with_fetch(Some(recording_fetch(&state)));
     let reply = set_then_get(&transport, "custom").await;
-    assert_eq!(reply.status, 200, "body: {}", reply.body);
+    assert_eq!(
+        reply.status,
+        200,
+        "body: {}",
+        String::from_utf8_lossy(&reply.body)
+    );
     assert_eq!(
         json(&reply.body),
         serde_json::json!([{ "result": "OK" }, { "result": "custom" }])
@@ -236,11 +257,21 @@ async fn transport_works_after_a_timeout() {
     assert_eq!(timed_out, Err(Error::Timeout { after }));
 
     let reply = set_then_get(&transport, "after-timeout").await;
-    assert_eq!(reply.status, 200, "body: {}", reply.body);
+    assert_eq!(
+        reply.status,
+        200,
+        "body: {}",
+        String::from_utf8_lossy(&reply.body)
+    );
     // Outlive the first request's timer: nothing stale may fire into the next request.
     sleep(400).await;
     let reply = set_then_get(&transport, "after-sleep").await;
-    assert_eq!(reply.status, 200, "body: {}", reply.body);
+    assert_eq!(
+        reply.status,
+        200,
+        "body: {}",
+        String::from_utf8_lossy(&reply.body)
+    );
     assert_eq!(
         json(&reply.body),
         serde_json::json!([{ "result": "OK" }, { "result": "after-sleep" }])

@@ -1,11 +1,19 @@
-//! Checks on the cost of a request, shared by every algorithm.
+//! [`Cost`]: what a request takes from a limit, checked once where it enters.
 
 use crate::error::{Error, Result};
 
-/// How a checked cost relates to the limit.
+/// A request's cost, checked for an algorithm: a finite number, and whole for the window algorithms
+/// (which count requests). Positive consumes, zero peeks, negative refunds.
+///
+/// Made by [`Policy::cost`](super::Policy::cost) (or [`Algorithm::cost`](super::Algorithm::cost)) at
+/// the entry of a call, so that nothing after it checks again.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Cost {
-    /// Zero or negative: a peek or a refund, always allowed.
+pub struct Cost(f64);
+
+/// How a checked cost relates to the limit's capacity.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Demand {
+    /// Zero or negative: a peek or a refund (of this much), always allowed.
     Refund(f64),
     /// Positive and at most the capacity.
     Take(f64),
@@ -13,31 +21,47 @@ pub(crate) enum Cost {
     TooLarge(f64),
 }
 
-/// Classifies `cost` for `algorithm`; `whole` algorithms (the window counters) refuse fractions.
-pub(crate) fn check(
-    algorithm: &'static str,
-    cost: f64,
-    capacity: u64,
-    whole: bool,
-) -> Result<Cost> {
-    let invalid = |reason| Error::InvalidCost {
-        algorithm,
-        cost,
-        reason,
-    };
-    if !cost.is_finite() {
-        return Err(invalid("must be a finite number"));
+impl Cost {
+    /// A peek: takes nothing and writes nothing.
+    pub const PEEK: Cost = Cost(0.0);
+
+    /// `cost` checked for `algorithm`: finite, and a whole number if `whole`; else
+    /// [`Error::InvalidCost`].
+    pub(crate) fn new(algorithm: &'static str, cost: f64, whole: bool) -> Result<Self> {
+        let invalid = |reason| Error::InvalidCost {
+            algorithm,
+            cost,
+            reason,
+        };
+        if !cost.is_finite() {
+            return Err(invalid("must be a finite number"));
+        }
+        if whole && cost.fract() != 0.0 {
+            return Err(invalid("must be a whole number for a window algorithm"));
+        }
+        Ok(Self(cost))
     }
-    if whole && cost.fract() != 0.0 {
-        return Err(invalid("must be a whole number for a window algorithm"));
+
+    /// The cost as a number.
+    pub fn get(self) -> f64 {
+        self.0
     }
-    Ok(if cost <= 0.0 {
-        Cost::Refund(-cost)
-    } else if cost > capacity as f64 {
-        Cost::TooLarge(cost)
-    } else {
-        Cost::Take(cost)
-    })
+
+    /// Whether this is a peek (zero).
+    pub fn is_peek(self) -> bool {
+        self.0 == 0.0
+    }
+
+    /// What the cost asks of a limit of `capacity`.
+    pub(crate) fn against(self, capacity: u64) -> Demand {
+        if self.0 <= 0.0 {
+            Demand::Refund(-self.0)
+        } else if self.0 > capacity as f64 {
+            Demand::TooLarge(self.0)
+        } else {
+            Demand::Take(self.0)
+        }
+    }
 }
 
 /// The error `time_until_available` gives for a cost that can never be admitted.

@@ -4,7 +4,7 @@
 //! client that keeps hammering stays denied until the window ends. A cost above the limit is refused
 //! without being counted.
 
-use super::cost::{self, Cost};
+use super::cost::{self, Cost, Demand};
 use super::params;
 use super::{until, Policy, Transition};
 use crate::decision::Decision;
@@ -60,6 +60,7 @@ impl FixedWindow {
 impl Policy for FixedWindow {
     type State = FixedWindowState;
     const NAME: &'static str = "fixed window";
+    const WHOLE_COSTS: bool = true;
 
     fn capacity(&self) -> u64 {
         self.limit
@@ -72,23 +73,18 @@ impl Policy for FixedWindow {
         })
     }
 
-    fn acquire(
-        &self,
-        state: Option<Self::State>,
-        now: u64,
-        cost: f64,
-    ) -> Result<Transition<Self::State>> {
+    fn apply(&self, state: Option<Self::State>, now: u64, cost: Cost) -> Transition<Self::State> {
         let window = self.window_index(now);
         let used = self.used(state, window);
         let reset = (window + 1) * self.window_ms;
-        let (used, allowed, retry_after) = match cost::check(Self::NAME, cost, self.limit, true)? {
-            Cost::Refund(refund) => (
+        let (used, allowed, retry_after) = match cost.against(self.limit) {
+            Demand::Refund(refund) => (
                 used.saturating_sub(refund as u64),
                 true,
                 Some(Duration::ZERO),
             ),
-            Cost::TooLarge(_) => (used, false, None),
-            Cost::Take(take) => {
+            Demand::TooLarge(_) => (used, false, None),
+            Demand::Take(take) => {
                 let used = used.saturating_add(take as u64);
                 if used <= self.limit {
                     (used, true, Some(Duration::ZERO))
@@ -97,7 +93,7 @@ impl Policy for FixedWindow {
                 }
             }
         };
-        Ok(Transition {
+        Transition {
             state: FixedWindowState { window, used },
             decision: Decision {
                 allowed,
@@ -106,7 +102,7 @@ impl Policy for FixedWindow {
                 reset,
                 retry_after,
             },
-        })
+        }
     }
 
     fn available(&self, state: Option<Self::State>, now: u64) -> f64 {
@@ -114,20 +110,15 @@ impl Policy for FixedWindow {
             .saturating_sub(self.used(state, self.window_index(now))) as f64
     }
 
-    fn time_until_available(
-        &self,
-        state: Option<Self::State>,
-        now: u64,
-        cost: f64,
-    ) -> Result<Duration> {
+    fn time_until(&self, state: Option<Self::State>, now: u64, cost: Cost) -> Result<Duration> {
         let window = self.window_index(now);
-        match cost::check(Self::NAME, cost, self.limit, true)? {
-            Cost::Refund(_) => Ok(Duration::ZERO),
-            Cost::TooLarge(cost) => Err(cost::never(cost, self.limit)),
-            Cost::Take(take) if self.used(state, window) + take as u64 <= self.limit => {
+        match cost.against(self.limit) {
+            Demand::Refund(_) => Ok(Duration::ZERO),
+            Demand::TooLarge(cost) => Err(cost::never(cost, self.limit)),
+            Demand::Take(take) if self.used(state, window) + take as u64 <= self.limit => {
                 Ok(Duration::ZERO)
             }
-            Cost::Take(_) => Ok(until((window + 1) * self.window_ms, now)),
+            Demand::Take(_) => Ok(until((window + 1) * self.window_ms, now)),
         }
     }
 

@@ -6,7 +6,7 @@
 //! a token bucket of `burst` tokens refilled continuously at `limit` per `period`. Times are whole
 //! microseconds; `T` is rounded up to a whole microsecond, so the rate is never exceeded.
 
-use super::cost::{self, Cost};
+use super::cost::{self, Cost, Demand};
 use super::params;
 use super::{until_micros, Policy, Transition};
 use crate::decision::Decision;
@@ -84,6 +84,7 @@ impl Gcra {
 impl Policy for Gcra {
     type State = GcraState;
     const NAME: &'static str = "gcra";
+    const WHOLE_COSTS: bool = false;
 
     fn capacity(&self) -> u64 {
         self.burst
@@ -104,15 +105,10 @@ impl Policy for Gcra {
         })
     }
 
-    fn acquire(
-        &self,
-        state: Option<Self::State>,
-        now: u64,
-        cost: f64,
-    ) -> Result<Transition<Self::State>> {
+    fn apply(&self, state: Option<Self::State>, now: u64, cost: Cost) -> Transition<Self::State> {
         let tat = state.map_or(now, |state| state.tat.max(now));
-        let (tat, allowed, retry_after) = match cost::check(Self::NAME, cost, self.burst, false)? {
-            Cost::Refund(refund) => {
+        let (tat, allowed, retry_after) = match cost.against(self.burst) {
+            Demand::Refund(refund) => {
                 let back = (refund * self.emission_interval as f64).floor() as u64;
                 (
                     tat.saturating_sub(back).max(now),
@@ -120,8 +116,8 @@ impl Policy for Gcra {
                     Some(Duration::ZERO),
                 )
             }
-            Cost::TooLarge(_) => (tat, false, None),
-            Cost::Take(take) => {
+            Demand::TooLarge(_) => (tat, false, None),
+            Demand::Take(take) => {
                 let new_tat = tat + self.span(take);
                 if new_tat - now <= self.tolerance {
                     (new_tat, true, Some(Duration::ZERO))
@@ -134,7 +130,7 @@ impl Policy for Gcra {
                 }
             }
         };
-        Ok(Transition {
+        Transition {
             state: GcraState { tat },
             decision: Decision {
                 allowed,
@@ -143,24 +139,19 @@ impl Policy for Gcra {
                 reset: tat.div_ceil(1_000),
                 retry_after,
             },
-        })
+        }
     }
 
     fn available(&self, state: Option<Self::State>, now: u64) -> f64 {
         self.remaining(state.map_or(now, |state| state.tat.max(now)), now)
     }
 
-    fn time_until_available(
-        &self,
-        state: Option<Self::State>,
-        now: u64,
-        cost: f64,
-    ) -> Result<Duration> {
+    fn time_until(&self, state: Option<Self::State>, now: u64, cost: Cost) -> Result<Duration> {
         let tat = state.map_or(now, |state| state.tat.max(now));
-        match cost::check(Self::NAME, cost, self.burst, false)? {
-            Cost::Refund(_) => Ok(Duration::ZERO),
-            Cost::TooLarge(cost) => Err(cost::never(cost, self.burst)),
-            Cost::Take(take) => Ok(until_micros(
+        match cost.against(self.burst) {
+            Demand::Refund(_) => Ok(Duration::ZERO),
+            Demand::TooLarge(cost) => Err(cost::never(cost, self.burst)),
+            Demand::Take(take) => Ok(until_micros(
                 (tat + self.span(take)).saturating_sub(self.tolerance),
                 now,
             )),

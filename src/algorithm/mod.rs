@@ -11,6 +11,7 @@ mod params;
 mod sliding_window;
 mod token_bucket;
 
+pub use cost::Cost;
 pub use fixed_window::{FixedWindow, FixedWindowState};
 pub use gcra::{Gcra, GcraState};
 pub use params::MAX_COUNT;
@@ -34,12 +35,16 @@ pub struct Transition<S> {
 ///
 /// `None` as a state means a key never seen or forgotten; `now` is in microseconds since the epoch.
 /// A positive cost consumes; zero peeks; a negative cost refunds (never below empty). A cost above
-/// [`Policy::capacity`] is denied with `retry_after: None` and consumes nothing.
+/// [`Policy::capacity`] is denied with `retry_after: None` and consumes nothing. A cost is checked
+/// once, into a [`Cost`], by [`Policy::cost`]; [`Policy::acquire`] and
+/// [`Policy::time_until_available`] check it and go on with the checked cost.
 pub trait Policy {
     /// The per-key state the algorithm keeps.
     type State: Copy + std::fmt::Debug + PartialEq;
     /// The algorithm's name, as error messages show it.
     const NAME: &'static str;
+    /// Whether costs must be whole numbers (the window algorithms count requests).
+    const WHOLE_COSTS: bool;
 
     /// The most a single request may cost.
     fn capacity(&self) -> u64;
@@ -51,25 +56,41 @@ pub trait Policy {
     where
         Self: Sized;
 
+    /// `cost` checked for this algorithm: an [`Error::InvalidCost`](crate::Error::InvalidCost) if it
+    /// is not finite, or not whole for a window algorithm.
+    fn cost(&self, cost: f64) -> Result<Cost> {
+        Cost::new(Self::NAME, cost, Self::WHOLE_COSTS)
+    }
+
     /// Decides one request of `cost` at `now` and returns the state to store.
+    fn apply(&self, state: Option<Self::State>, now: u64, cost: Cost) -> Transition<Self::State>;
+
+    /// [`Policy::apply`] for a cost not yet checked.
     fn acquire(
         &self,
         state: Option<Self::State>,
         now: u64,
         cost: f64,
-    ) -> Result<Transition<Self::State>>;
+    ) -> Result<Transition<Self::State>> {
+        Ok(self.apply(state, now, self.cost(cost)?))
+    }
 
     /// How much could be acquired at `now` without waiting.
     fn available(&self, state: Option<Self::State>, now: u64) -> f64;
 
     /// How long from `now` until `cost` would be admitted, if nothing else happens meanwhile; an error
     /// when `cost` exceeds the capacity.
+    fn time_until(&self, state: Option<Self::State>, now: u64, cost: Cost) -> Result<Duration>;
+
+    /// [`Policy::time_until`] for a cost not yet checked.
     fn time_until_available(
         &self,
         state: Option<Self::State>,
         now: u64,
         cost: f64,
-    ) -> Result<Duration>;
+    ) -> Result<Duration> {
+        self.time_until(state, now, self.cost(cost)?)
+    }
 
     /// The time (microseconds) from which `state` is equivalent to no state at all, so a store may forget it.
     fn idle_at(&self, state: &Self::State) -> u64;
@@ -161,20 +182,35 @@ impl Algorithm {
             .map(Algorithm::from))
     }
 
-    /// See [`Policy::acquire`].
-    pub fn acquire(&self, state: Option<&State>, now: u64, cost: f64) -> Result<Transition<State>> {
+    /// See [`Policy::cost`].
+    pub fn cost(&self, cost: f64) -> Result<Cost> {
+        dispatch!(self, None::<&State>, |rule, _state| rule.cost(cost))
+    }
+
+    /// See [`Policy::apply`].
+    pub fn apply(&self, state: Option<&State>, now: u64, cost: Cost) -> Transition<State> {
         dispatch!(self, state, |rule, typed| {
-            let transition = rule.acquire(typed, now, cost)?;
-            Ok(Transition {
+            let transition = rule.apply(typed, now, cost);
+            Transition {
                 state: transition.state.into(),
                 decision: transition.decision,
-            })
+            }
         })
+    }
+
+    /// See [`Policy::acquire`].
+    pub fn acquire(&self, state: Option<&State>, now: u64, cost: f64) -> Result<Transition<State>> {
+        Ok(self.apply(state, now, self.cost(cost)?))
     }
 
     /// See [`Policy::available`].
     pub fn available(&self, state: Option<&State>, now: u64) -> f64 {
         dispatch!(self, state, |rule, typed| rule.available(typed, now))
+    }
+
+    /// See [`Policy::time_until`].
+    pub fn time_until(&self, state: Option<&State>, now: u64, cost: Cost) -> Result<Duration> {
+        dispatch!(self, state, |rule, typed| rule.time_until(typed, now, cost))
     }
 
     /// See [`Policy::time_until_available`].
@@ -184,8 +220,7 @@ impl Algorithm {
         now: u64,
         cost: f64,
     ) -> Result<Duration> {
-        dispatch!(self, state, |rule, typed| rule
-            .time_until_available(typed, now, cost))
+        self.time_until(state, now, self.cost(cost)?)
     }
 
     /// See [`Policy::idle_at`]; a state of another algorithm is idle at once.

@@ -4,7 +4,7 @@
 //! Unlike `@upstash/ratelimit` 2.2, the cost is checked against what is left (with 8 of 10 used, a cost
 //! of 5 is denied and nothing is counted). A denied request consumes nothing.
 
-use super::cost::{self, Cost};
+use super::cost::{self, Cost, Demand};
 use super::params;
 use super::{until, Policy, Transition};
 use crate::decision::Decision;
@@ -127,6 +127,7 @@ impl SlidingWindow {
 impl Policy for SlidingWindow {
     type State = SlidingWindowState;
     const NAME: &'static str = "sliding window";
+    const WHOLE_COSTS: bool = true;
 
     fn capacity(&self) -> u64 {
         self.limit
@@ -139,33 +140,27 @@ impl Policy for SlidingWindow {
         })
     }
 
-    fn acquire(
-        &self,
-        state: Option<Self::State>,
-        now: u64,
-        cost: f64,
-    ) -> Result<Transition<Self::State>> {
+    fn apply(&self, state: Option<Self::State>, now: u64, cost: Cost) -> Transition<Self::State> {
         let window = self.window_index(now);
         let (current, previous) = self.counters(state, window);
         let weighted = self.weighted_previous(previous, now / 1_000);
-        let (current, allowed, retry_after) = match cost::check(Self::NAME, cost, self.limit, true)?
-        {
-            Cost::Refund(refund) => (
+        let (current, allowed, retry_after) = match cost.against(self.limit) {
+            Demand::Refund(refund) => (
                 current.saturating_sub(refund as u64),
                 true,
                 Some(Duration::ZERO),
             ),
-            Cost::TooLarge(_) => (current, false, None),
-            Cost::Take(take) if current + weighted + take as u64 <= self.limit => {
+            Demand::TooLarge(_) => (current, false, None),
+            Demand::Take(take) if current + weighted + take as u64 <= self.limit => {
                 (current + take as u64, true, Some(Duration::ZERO))
             }
-            Cost::Take(take) => (
+            Demand::Take(take) => (
                 current,
                 false,
                 Some(self.wait(current, previous, now, take as u64)),
             ),
         };
-        Ok(Transition {
+        Transition {
             state: SlidingWindowState {
                 window,
                 current,
@@ -178,26 +173,21 @@ impl Policy for SlidingWindow {
                 reset: (window + 1) * self.window_ms,
                 retry_after,
             },
-        })
+        }
     }
 
     fn available(&self, state: Option<Self::State>, now: u64) -> f64 {
         self.limit.saturating_sub(self.used(state, now)) as f64
     }
 
-    fn time_until_available(
-        &self,
-        state: Option<Self::State>,
-        now: u64,
-        cost: f64,
-    ) -> Result<Duration> {
-        match cost::check(Self::NAME, cost, self.limit, true)? {
-            Cost::Refund(_) => Ok(Duration::ZERO),
-            Cost::TooLarge(cost) => Err(cost::never(cost, self.limit)),
-            Cost::Take(take) if self.used(state, now) + take as u64 <= self.limit => {
+    fn time_until(&self, state: Option<Self::State>, now: u64, cost: Cost) -> Result<Duration> {
+        match cost.against(self.limit) {
+            Demand::Refund(_) => Ok(Duration::ZERO),
+            Demand::TooLarge(cost) => Err(cost::never(cost, self.limit)),
+            Demand::Take(take) if self.used(state, now) + take as u64 <= self.limit => {
                 Ok(Duration::ZERO)
             }
-            Cost::Take(take) => {
+            Demand::Take(take) => {
                 let (current, previous) = self.counters(state, self.window_index(now));
                 Ok(self.wait(current, previous, now, take as u64))
             }

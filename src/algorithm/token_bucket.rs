@@ -5,7 +5,7 @@
 //! at zero and lets the count go negative), and a denied request consumes nothing. A bucket that has
 //! refilled to the brim is the same as a new one, which is what the peer's key expiry makes of it too.
 
-use super::cost::{self, Cost};
+use super::cost::{self, Cost, Demand};
 use super::params;
 use super::{until, Policy, Transition};
 use crate::decision::Decision;
@@ -88,6 +88,7 @@ impl TokenBucket {
 impl Policy for TokenBucket {
     type State = TokenBucketState;
     const NAME: &'static str = "token bucket";
+    const WHOLE_COSTS: bool = false;
 
     fn capacity(&self) -> u64 {
         self.max_tokens
@@ -100,27 +101,21 @@ impl Policy for TokenBucket {
         })
     }
 
-    fn acquire(
-        &self,
-        state: Option<Self::State>,
-        now: u64,
-        cost: f64,
-    ) -> Result<Transition<Self::State>> {
+    fn apply(&self, state: Option<Self::State>, now: u64, cost: Cost) -> Transition<Self::State> {
         let bucket = self.load(state, now);
-        let (tokens, allowed, retry_after) =
-            match cost::check(Self::NAME, cost, self.max_tokens, false)? {
-                Cost::Refund(refund) => (
-                    (bucket.tokens + refund).min(self.max_tokens as f64),
-                    true,
-                    Some(Duration::ZERO),
-                ),
-                Cost::TooLarge(_) => (bucket.tokens, false, None),
-                Cost::Take(take) if bucket.tokens >= take => {
-                    (bucket.tokens - take, true, Some(Duration::ZERO))
-                }
-                Cost::Take(take) => (bucket.tokens, false, Some(self.wait(bucket, now, take))),
-            };
-        Ok(Transition {
+        let (tokens, allowed, retry_after) = match cost.against(self.max_tokens) {
+            Demand::Refund(refund) => (
+                (bucket.tokens + refund).min(self.max_tokens as f64),
+                true,
+                Some(Duration::ZERO),
+            ),
+            Demand::TooLarge(_) => (bucket.tokens, false, None),
+            Demand::Take(take) if bucket.tokens >= take => {
+                (bucket.tokens - take, true, Some(Duration::ZERO))
+            }
+            Demand::Take(take) => (bucket.tokens, false, Some(self.wait(bucket, now, take))),
+        };
+        Transition {
             state: TokenBucketState {
                 refilled_at: bucket.refilled_at,
                 tokens,
@@ -132,25 +127,20 @@ impl Policy for TokenBucket {
                 reset: bucket.refilled_at + self.interval_ms,
                 retry_after,
             },
-        })
+        }
     }
 
     fn available(&self, state: Option<Self::State>, now: u64) -> f64 {
         self.load(state, now).tokens
     }
 
-    fn time_until_available(
-        &self,
-        state: Option<Self::State>,
-        now: u64,
-        cost: f64,
-    ) -> Result<Duration> {
+    fn time_until(&self, state: Option<Self::State>, now: u64, cost: Cost) -> Result<Duration> {
         let bucket = self.load(state, now);
-        match cost::check(Self::NAME, cost, self.max_tokens, false)? {
-            Cost::Refund(_) => Ok(Duration::ZERO),
-            Cost::TooLarge(cost) => Err(cost::never(cost, self.max_tokens)),
-            Cost::Take(take) if bucket.tokens >= take => Ok(Duration::ZERO),
-            Cost::Take(take) => Ok(self.wait(bucket, now, take)),
+        match cost.against(self.max_tokens) {
+            Demand::Refund(_) => Ok(Duration::ZERO),
+            Demand::TooLarge(cost) => Err(cost::never(cost, self.max_tokens)),
+            Demand::Take(take) if bucket.tokens >= take => Ok(Duration::ZERO),
+            Demand::Take(take) => Ok(self.wait(bucket, now, take)),
         }
     }
 

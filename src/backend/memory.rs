@@ -1,21 +1,16 @@
 //! `MemoryBackend`: per-process state, bounded in size, no Redis needed.
 
-use super::Backend;
-use crate::algorithm::{Algorithm, State};
+use super::{Backend, Outcome};
+use crate::algorithm::{Algorithm, Cost, State};
 use crate::clock::{Clock, SystemClock};
-use crate::decision::Decision;
 use crate::error::Result;
+use crate::maybe_send::BoxFuture;
 use hashbrown::HashTable;
 use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
-/// The seeded hasher of the key table: foldhash natively, for speed; std's SipHash on wasm, which the
-/// limit's caches hash with too (src/ratelimit/), so that no second hasher is shipped.
-#[cfg(not(target_arch = "wasm32"))]
+/// The seeded hasher of the key table: foldhash, for speed.
 type HashState = foldhash::fast::RandomState;
-#[cfg(target_arch = "wasm32")]
-type HashState = std::hash::RandomState;
 
 /// How many keys a [`MemoryBackend`] keeps unless told otherwise.
 pub const DEFAULT_MAX_KEYS: usize = 100_000;
@@ -39,7 +34,7 @@ pub struct MemoryBackend {
     hasher: HashState,
     clock: Arc<dyn Clock>,
     /// Limits set with [`Backend::set_dynamic_limit`], with their keys: one per limit prefix that uses
-    /// dynamic limits, so a few at most, and a list is less code than a map.
+    /// dynamic limits, so a few at most: a list is enough.
     dynamic_limits: Mutex<Vec<(Box<str>, u64)>>,
 }
 
@@ -116,11 +111,32 @@ impl MemoryBackend {
         self.len() == 0
     }
 
-    /// [`Backend::acquire`], done at once.
-    fn decide(&self, key: &str, cost: f64, params: Algorithm) -> Result<Decision> {
-        self.update(key, params, |state, now| {
-            let transition = params.acquire(state, now, cost)?;
-            Ok((transition.state, transition.decision))
+    /// [`Backend::decide`], done at once; a peek only reads.
+    fn decide_now(
+        &self,
+        key: &str,
+        cost: Cost,
+        params: Algorithm,
+        limit_key: Option<&str>,
+    ) -> Result<Outcome> {
+        let rule = match limit_key.and_then(|limit_key| self.stored_limit(limit_key)) {
+            Some(limit) => params.with_capacity(limit)?,
+            None => params,
+        };
+        let decide = |found: Option<&State>, now| {
+            let transition = rule.apply(found, now, cost);
+            let outcome = Outcome {
+                now,
+                found: found.copied(),
+                rule,
+                decision: transition.decision,
+            };
+            (transition.state, outcome)
+        };
+        Ok(if cost.is_peek() {
+            self.read(key, |found, now| decide(found, now).1)
+        } else {
+            self.update(key, rule, decide)
         })
     }
 
@@ -162,8 +178,8 @@ impl MemoryBackend {
         &self,
         key: &str,
         params: Algorithm,
-        f: impl FnOnce(Option<&State>, u64) -> Result<(State, T)>,
-    ) -> Result<T> {
+        f: impl FnOnce(Option<&State>, u64) -> (State, T),
+    ) -> T {
         let now = self.clock.now_micros();
         let hash = self.hasher.hash_one(key);
         let mut shard = self.lock(self.shard_of(hash));
@@ -171,7 +187,7 @@ impl MemoryBackend {
         let used_at = shard.ticks;
         let found = shard.slots.find_mut(hash, |slot| &*slot.key == key);
         let live = found.as_deref().filter(|slot| now < slot.idle_at);
-        let (state, answer) = f(live.map(|slot| &slot.state), now)?;
+        let (state, answer) = f(live.map(|slot| &slot.state), now);
         let idle_at = params.idle_at(&state);
         match found {
             Some(slot) => {
@@ -190,7 +206,7 @@ impl MemoryBackend {
             }
             None => {}
         }
-        Ok(answer)
+        answer
     }
 
     /// Reads `key`'s live state under its shard's lock.
@@ -239,11 +255,7 @@ impl Shard {
     fn evict_least_recently_used(&mut self) {
         let uses: Vec<u64> = self.slots.iter().map(|slot| slot.used_at).collect();
         let count = (self.max_keys / 8).clamp(1, uses.len());
-        let newest_evicted = if cfg!(target_arch = "wasm32") {
-            nth_smallest_by_sort(uses, count - 1)
-        } else {
-            nth_smallest(uses, count - 1)
-        };
+        let newest_evicted = nth_smallest(uses, count - 1);
         self.slots.retain(|slot| slot.used_at > newest_evicted);
     }
 }
@@ -253,68 +265,41 @@ fn nth_smallest(mut values: Vec<u64>, index: usize) -> u64 {
     *values.select_nth_unstable(index).1
 }
 
-/// The same by sorting: slower, but std's size-optimised sort is 0.8 KB less wasm than its selection.
-fn nth_smallest_by_sort(mut values: Vec<u64>, index: usize) -> u64 {
-    values.sort_unstable();
-    values[index]
-}
-
-// The store does no I/O: each async method only calls a plain one, so that the futures stay small and
-// the work is compiled once.
-#[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]
-#[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
 impl Backend for MemoryBackend {
-    async fn acquire(&self, key: &str, cost: f64, params: Algorithm) -> Result<Decision> {
-        self.decide(key, cost, params)
-    }
-
-    async fn available(&self, key: &str, params: Algorithm) -> Result<f64> {
-        Ok(self.read(key, |state, now| params.available(state, now)))
-    }
-
-    async fn time_until_available(
-        &self,
-        key: &str,
-        cost: f64,
+    fn decide<'a>(
+        &'a self,
+        key: &'a str,
+        cost: Cost,
         params: Algorithm,
-    ) -> Result<Duration> {
-        self.read(key, |state, now| {
-            params.time_until_available(state, now, cost)
-        })
+        limit_key: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Outcome>> {
+        Box::pin(async move { self.decide_now(key, cost, params, limit_key) })
     }
 
-    async fn reset(&self, key: &str, _params: Algorithm) -> Result<()> {
-        self.forget(key);
-        Ok(())
+    fn reset<'a>(&'a self, key: &'a str, _params: Algorithm) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            self.forget(key);
+            Ok(())
+        })
     }
 
     fn backend_name(&self) -> &str {
         "memory"
     }
 
-    /// What the trait's default does, without its two awaits: plain calls under one future (0.3 KB
-    /// less gzipped wasm, measured).
-    async fn acquire_with_dynamic_limit(
-        &self,
-        key: &str,
-        cost: f64,
-        params: Algorithm,
-        limit_key: &str,
-    ) -> Result<Decision> {
-        let params = match self.stored_limit(limit_key) {
-            Some(limit) => params.with_capacity(limit)?,
-            None => params,
-        };
-        self.decide(key, cost, params)
+    fn dynamic_limit<'a>(&'a self, limit_key: &'a str) -> BoxFuture<'a, Result<Option<u64>>> {
+        Box::pin(async move { Ok(self.stored_limit(limit_key)) })
     }
 
-    async fn dynamic_limit(&self, limit_key: &str) -> Result<Option<u64>> {
-        Ok(self.stored_limit(limit_key))
-    }
-
-    async fn set_dynamic_limit(&self, limit_key: &str, limit: Option<u64>) -> Result<()> {
-        self.store_limit(limit_key, limit);
-        Ok(())
+    fn set_dynamic_limit<'a>(
+        &'a self,
+        limit_key: &'a str,
+        limit: Option<u64>,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            self.store_limit(limit_key, limit);
+            Ok(())
+        })
     }
 }
 
@@ -323,7 +308,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn both_selections_agree() {
+    fn the_selection_agrees_with_sorting() {
         let mut seed: u64 = 7;
         for len in 1..200usize {
             let values: Vec<u64> = (0..len)
@@ -336,7 +321,6 @@ mod tests {
                 let mut sorted = values.clone();
                 sorted.sort();
                 assert_eq!(nth_smallest(values.clone(), index), sorted[index]);
-                assert_eq!(nth_smallest_by_sort(values.clone(), index), sorted[index]);
             }
         }
     }

@@ -1,85 +1,117 @@
 //! The store seam: where per-key state lives and how it is changed atomically.
 
 mod memory;
+mod outcome;
 
 pub use memory::MemoryBackend;
+pub use outcome::Outcome;
 
-use crate::algorithm::Algorithm;
+use crate::algorithm::{Algorithm, Cost};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
+use crate::maybe_send::{BoxFuture, MaybeSendSync};
 use std::time::Duration;
-
-/// `Send + Sync` natively; nothing on wasm, where JavaScript values are neither.
-#[cfg(not(target_arch = "wasm32"))]
-pub trait MaybeSendSync: Send + Sync {}
-#[cfg(not(target_arch = "wasm32"))]
-impl<T: Send + Sync> MaybeSendSync for T {}
-
-/// `Send + Sync` natively; nothing on wasm, where JavaScript values are neither.
-#[cfg(target_arch = "wasm32")]
-pub trait MaybeSendSync {}
-#[cfg(target_arch = "wasm32")]
-impl<T> MaybeSendSync for T {}
 
 /// A store of rate-limit state shared by every caller of a limit (the contract of
 /// `celers_core`'s `DistributedRateLimitBackend`).
 ///
-/// Implementations must make [`Backend::acquire`] atomic per key: reading the state, applying the
+/// Implementations must make [`Backend::decide`] atomic per key: reading the state, applying the
 /// algorithm and writing the result happen without interleaving with other callers on the same key.
 /// That is what makes a limit of N admit at most N under concurrency. The algorithm's parameters travel
 /// with every call, as in the seed; [`Backend::reset`] takes them too, because a store that keeps one key
 /// per window must know which keys the algorithm uses. Futures are `Send` natively, not on wasm.
-#[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]
-#[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
+///
+/// A store implements [`Backend::decide`], [`Backend::reset`], [`Backend::backend_name`] and, if it
+/// keeps dynamic limits, [`Backend::dynamic_limit`] and [`Backend::set_dynamic_limit`]; the rest is
+/// built on them, [`Backend::available`] and [`Backend::time_until_available`] on a peek.
 pub trait Backend: MaybeSendSync {
-    /// Atomically tries to take `cost` from `key`'s limit (a negative cost refunds, zero peeks).
-    async fn acquire(&self, key: &str, cost: f64, params: Algorithm) -> Result<Decision>;
-
-    /// What `key` could take now without waiting.
-    async fn available(&self, key: &str, params: Algorithm) -> Result<f64>;
-
-    /// How long until `cost` would be admitted on `key` if nothing else happens; an error if never.
-    async fn time_until_available(
-        &self,
-        key: &str,
-        cost: f64,
+    /// Atomically decides a request of `cost` on `key` under `params`, with the capacity replaced by
+    /// the limit stored under `limit_key` when one is given and set (the dynamic limits of
+    /// `@upstash/ratelimit`). A peek ([`Cost::PEEK`]) writes nothing.
+    fn decide<'a>(
+        &'a self,
+        key: &'a str,
+        cost: Cost,
         params: Algorithm,
-    ) -> Result<Duration>;
+        limit_key: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Outcome>>;
 
     /// Forgets everything stored for `key`.
-    async fn reset(&self, key: &str, params: Algorithm) -> Result<()>;
+    fn reset<'a>(&'a self, key: &'a str, params: Algorithm) -> BoxFuture<'a, Result<()>>;
 
     /// The backend's name, for diagnostics.
     fn backend_name(&self) -> &str;
 
-    /// Like [`Backend::acquire`], with the capacity replaced by the limit stored under `limit_key` when
-    /// there is one (the dynamic limits of `@upstash/ratelimit`). The default reads the stored limit,
-    /// then acquires; a store that can do both in one atomic step should.
-    async fn acquire_with_dynamic_limit(
-        &self,
-        key: &str,
-        cost: f64,
-        params: Algorithm,
-        limit_key: &str,
-    ) -> Result<Decision> {
-        let params = match self.dynamic_limit(limit_key).await? {
-            Some(limit) => params.with_capacity(limit)?,
-            None => params,
-        };
-        self.acquire(key, cost, params).await
-    }
-
     /// The limit stored under `limit_key`, if any. The default: dynamic limits are unsupported.
-    async fn dynamic_limit(&self, limit_key: &str) -> Result<Option<u64>> {
+    fn dynamic_limit<'a>(&'a self, limit_key: &'a str) -> BoxFuture<'a, Result<Option<u64>>> {
         let _ = limit_key;
-        Err(unsupported_dynamic_limits(self.backend_name()))
+        Box::pin(std::future::ready(Err(unsupported_dynamic_limits(
+            self.backend_name(),
+        ))))
     }
 
     /// Stores `limit` under `limit_key`, or removes it for `None`. The default: dynamic limits are
     /// unsupported.
-    async fn set_dynamic_limit(&self, limit_key: &str, limit: Option<u64>) -> Result<()> {
+    fn set_dynamic_limit<'a>(
+        &'a self,
+        limit_key: &'a str,
+        limit: Option<u64>,
+    ) -> BoxFuture<'a, Result<()>> {
         let _ = (limit_key, limit);
-        Err(unsupported_dynamic_limits(self.backend_name()))
+        Box::pin(std::future::ready(Err(unsupported_dynamic_limits(
+            self.backend_name(),
+        ))))
+    }
+
+    /// Atomically tries to take `cost` from `key`'s limit (a negative cost refunds, zero peeks).
+    fn acquire<'a>(
+        &'a self,
+        key: &'a str,
+        cost: f64,
+        params: Algorithm,
+    ) -> BoxFuture<'a, Result<Decision>> {
+        Box::pin(async move {
+            let cost = params.cost(cost)?;
+            Ok(self.decide(key, cost, params, None).await?.decision)
+        })
+    }
+
+    /// Like [`Backend::acquire`], with the capacity replaced by the limit stored under `limit_key` when
+    /// there is one.
+    fn acquire_with_dynamic_limit<'a>(
+        &'a self,
+        key: &'a str,
+        cost: f64,
+        params: Algorithm,
+        limit_key: &'a str,
+    ) -> BoxFuture<'a, Result<Decision>> {
+        Box::pin(async move {
+            let cost = params.cost(cost)?;
+            let outcome = self.decide(key, cost, params, Some(limit_key)).await?;
+            Ok(outcome.decision)
+        })
+    }
+
+    /// What `key` could take now without waiting.
+    fn available<'a>(&'a self, key: &'a str, params: Algorithm) -> BoxFuture<'a, Result<f64>> {
+        Box::pin(async move {
+            let peek = self.decide(key, Cost::PEEK, params, None).await?;
+            Ok(peek.rule.available(peek.found.as_ref(), peek.now))
+        })
+    }
+
+    /// How long until `cost` would be admitted on `key` if nothing else happens; an error if never.
+    fn time_until_available<'a>(
+        &'a self,
+        key: &'a str,
+        cost: f64,
+        params: Algorithm,
+    ) -> BoxFuture<'a, Result<Duration>> {
+        Box::pin(async move {
+            let cost = params.cost(cost)?;
+            let peek = self.decide(key, Cost::PEEK, params, None).await?;
+            peek.rule.time_until(peek.found.as_ref(), peek.now, cost)
+        })
     }
 }
 
@@ -90,51 +122,34 @@ fn unsupported_dynamic_limits(backend: &str) -> Error {
 }
 
 /// A shared store is a store: one `Arc<MemoryBackend>` (or any backend) can serve several limits.
-#[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]
-#[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
 impl<B: Backend + ?Sized> Backend for std::sync::Arc<B> {
-    async fn acquire(&self, key: &str, cost: f64, params: Algorithm) -> Result<Decision> {
-        (**self).acquire(key, cost, params).await
-    }
-
-    async fn available(&self, key: &str, params: Algorithm) -> Result<f64> {
-        (**self).available(key, params).await
-    }
-
-    async fn time_until_available(
-        &self,
-        key: &str,
-        cost: f64,
+    fn decide<'a>(
+        &'a self,
+        key: &'a str,
+        cost: Cost,
         params: Algorithm,
-    ) -> Result<Duration> {
-        (**self).time_until_available(key, cost, params).await
+        limit_key: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Outcome>> {
+        (**self).decide(key, cost, params, limit_key)
     }
 
-    async fn reset(&self, key: &str, params: Algorithm) -> Result<()> {
-        (**self).reset(key, params).await
+    fn reset<'a>(&'a self, key: &'a str, params: Algorithm) -> BoxFuture<'a, Result<()>> {
+        (**self).reset(key, params)
     }
 
     fn backend_name(&self) -> &str {
         (**self).backend_name()
     }
 
-    async fn acquire_with_dynamic_limit(
-        &self,
-        key: &str,
-        cost: f64,
-        params: Algorithm,
-        limit_key: &str,
-    ) -> Result<Decision> {
-        (**self)
-            .acquire_with_dynamic_limit(key, cost, params, limit_key)
-            .await
+    fn dynamic_limit<'a>(&'a self, limit_key: &'a str) -> BoxFuture<'a, Result<Option<u64>>> {
+        (**self).dynamic_limit(limit_key)
     }
 
-    async fn dynamic_limit(&self, limit_key: &str) -> Result<Option<u64>> {
-        (**self).dynamic_limit(limit_key).await
-    }
-
-    async fn set_dynamic_limit(&self, limit_key: &str, limit: Option<u64>) -> Result<()> {
-        (**self).set_dynamic_limit(limit_key, limit).await
+    fn set_dynamic_limit<'a>(
+        &'a self,
+        limit_key: &'a str,
+        limit: Option<u64>,
+    ) -> BoxFuture<'a, Result<()>> {
+        (**self).set_dynamic_limit(limit_key, limit)
     }
 }

@@ -7,23 +7,20 @@
 mod ephemeral_cache;
 mod local_counts;
 mod settings;
-mod store;
 
 pub use ephemeral_cache::EphemeralCache;
 pub(crate) use settings::Settings;
-pub(crate) use store::Store;
 
-use crate::algorithm::{Algorithm, MAX_COUNT};
+use crate::algorithm::{Algorithm, Cost, MAX_COUNT};
 use crate::backend::Backend;
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
+use crate::maybe_send::BoxFuture;
 use local_counts::LocalCounts;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
-use store::BoxFuture;
 
 /// The prefix `@upstash/ratelimit` uses, and so the default.
 pub const DEFAULT_PREFIX: &str = "@upstash/ratelimit";
@@ -36,12 +33,8 @@ const DYNAMIC_LIMIT_SUFFIX: &str = ":dynamic:global";
 
 /// Work left after an answer (the backend write of `cachedFixedWindow`): drive it to completion, as
 /// JavaScript's `waitUntil(pending)` does. It never fails; a failed write is forgotten locally.
-#[cfg(not(target_arch = "wasm32"))]
-pub type Pending = Pin<Box<dyn Future<Output = ()> + Send>>;
-/// Work left after an answer (the backend write of `cachedFixedWindow`): drive it to completion, as
-/// JavaScript's `waitUntil(pending)` does. It never fails; a failed write is forgotten locally.
-#[cfg(target_arch = "wasm32")]
-pub type Pending = Pin<Box<dyn Future<Output = ()>>>;
+/// `Send` natively, not on wasm.
+pub type Pending = BoxFuture<'static, ()>;
 
 /// What to answer when the backend fails (unreachable, timed out, returned an error).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -107,7 +100,7 @@ pub struct Remaining {
 /// A rate limit applied to identifiers: a backend, an algorithm, a prefix, an ephemeral cache, a fail
 /// mode, and optionally local counts (`cachedFixedWindow`) and dynamic limits.
 pub struct Ratelimit {
-    backend: Arc<dyn Store>,
+    backend: Arc<dyn Backend>,
     algorithm: Algorithm,
     prefix: String,
     cache: Option<Arc<EphemeralCache>>,
@@ -128,7 +121,7 @@ impl Ratelimit {
     /// A limit set up as `settings` say, built in one step (a chain of builder methods makes a limit
     /// per call, and a default cache that a chosen one replaces), on the system clock.
     pub(crate) fn from_settings(
-        backend: Arc<dyn Store>,
+        backend: Arc<dyn Backend>,
         algorithm: Algorithm,
         settings: Settings,
     ) -> Self {
@@ -253,11 +246,11 @@ impl Ratelimit {
         rate: f64,
     ) -> Result<(Response, Option<Pending>)> {
         let key = self.key(identifier)?;
+        let cost = self.cost(rate)?;
         let now_micros = self.clock.now_micros();
-        self.check_rate(rate, now_micros)?;
         let now_ms = now_micros / 1_000;
 
-        if let Some(answer) = self.local_answer(&key, rate, now_micros) {
+        if let Some(answer) = self.local_answer(&key, cost, now_micros) {
             return Ok(answer);
         }
         if let Some(cache) = &self.cache {
@@ -280,7 +273,7 @@ impl Ratelimit {
             }
         }
 
-        match self.acquire(&key, rate).await {
+        match self.decide(&key, cost).await {
             Ok(decision) => {
                 if let Some(counts) = &self.local_counts {
                     let window = counts.window(now_micros);
@@ -345,7 +338,7 @@ impl Ratelimit {
                 });
             }
         }
-        let decision = self.acquire(&key, 0.0).await?;
+        let decision = self.decide(&key, Cost::PEEK).await?;
         Ok(Remaining {
             remaining: decision.remaining,
             reset: decision.reset,
@@ -362,7 +355,7 @@ impl Ratelimit {
         if let Some(counts) = &self.local_counts {
             counts.remove(&key);
         }
-        self.backend.forget(&key, self.algorithm).await
+        self.backend.reset(&key, self.algorithm).await
     }
 
     /// Stores `limit` as the dynamic limit of this prefix (it must fit the algorithm as its capacity
@@ -373,13 +366,13 @@ impl Ratelimit {
         if let Some(limit) = limit {
             self.algorithm.with_capacity(limit)?;
         }
-        self.backend.write_limit(key, limit).await
+        self.backend.set_dynamic_limit(key, limit).await
     }
 
     /// The dynamic limit of this prefix, if one is set. Needs [`Ratelimit::with_dynamic_limits`].
     pub async fn dynamic_limit(&self) -> Result<Option<u64>> {
         let key = self.enabled_limit_key()?;
-        self.backend.read_limit(key).await
+        self.backend.dynamic_limit(key).await
     }
 
     fn enabled_limit_key(&self) -> Result<&str> {
@@ -388,10 +381,14 @@ impl Ratelimit {
         })
     }
 
-    /// The backend's decision, through the dynamic limit when enabled: the backend's own future.
-    fn acquire<'a>(&'a self, key: &'a str, rate: f64) -> BoxFuture<'a, Result<Decision>> {
-        self.backend
-            .decide(key, rate, self.algorithm, self.limit_key.as_deref())
+    /// The backend's decision, through the dynamic limit when enabled.
+    async fn decide(&self, key: &str, cost: Cost) -> Result<Decision> {
+        let limit_key = self.limit_key.as_deref();
+        let outcome = self
+            .backend
+            .decide(key, cost, self.algorithm, limit_key)
+            .await?;
+        Ok(outcome.decision)
     }
 
     /// The answer from the local counts, when they know `key`'s current window; a request they admit
@@ -399,12 +396,12 @@ impl Ratelimit {
     fn local_answer(
         &self,
         key: &str,
-        rate: f64,
+        cost: Cost,
         now_micros: u64,
     ) -> Option<(Response, Option<Pending>)> {
         let counts = self.local_counts.as_ref()?;
         let window = counts.window(now_micros);
-        let taken = counts.take(key, window, rate)?;
+        let taken = counts.take(key, window, cost.get())?;
         let reset = counts.window_end(window);
         let response = Response {
             success: taken.allowed,
@@ -418,7 +415,7 @@ impl Ratelimit {
             }),
             reason: None,
         };
-        if !taken.allowed || rate == 0.0 {
+        if !taken.allowed || cost.is_peek() {
             return Some((response, None));
         }
         let backend = Arc::clone(&self.backend);
@@ -428,10 +425,13 @@ impl Ratelimit {
         let key = key.to_owned();
         let write: Pending = Box::pin(async move {
             match backend
-                .decide(&key, rate, algorithm, limit_key.as_deref())
+                .decide(&key, cost, algorithm, limit_key.as_deref())
                 .await
             {
-                Ok(decision) => counts.record(&key, window, used(&decision), decision.limit),
+                Ok(outcome) => {
+                    let decision = outcome.decision;
+                    counts.record(&key, window, used(&decision), decision.limit);
+                }
                 // Ask the backend next time, which applies the fail mode if it still fails.
                 Err(_) => counts.remove(&key),
             }
@@ -465,8 +465,9 @@ impl Ratelimit {
         Ok(format!("{}:{identifier}", self.prefix))
     }
 
-    /// Refuses a rate the algorithm would refuse, before anything reaches the backend.
-    fn check_rate(&self, rate: f64, now_micros: u64) -> Result<()> {
+    /// `rate` checked once, as the cost every step after takes: at most 2^53 - 1 in size, and what
+    /// the algorithm accepts.
+    fn cost(&self, rate: f64) -> Result<Cost> {
         if rate.is_finite() && rate.abs() > MAX_COUNT as f64 {
             return Err(Error::InvalidCost {
                 algorithm: self.algorithm.name(),
@@ -474,7 +475,7 @@ impl Ratelimit {
                 reason: "must be at most 2^53 - 1 in size",
             });
         }
-        self.algorithm.acquire(None, now_micros, rate).map(drop)
+        self.algorithm.cost(rate)
     }
 }
 
@@ -504,9 +505,8 @@ fn used(decision: &Decision) -> u64 {
 mod tests {
     use super::*;
     use crate::algorithm::{FixedWindow, Gcra, SlidingWindow, TokenBucket};
-    use crate::backend::MemoryBackend;
+    use crate::backend::{MemoryBackend, Outcome};
     use crate::clock::ManualClock;
-    use crate::decision::Decision;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
     use std::time::Duration;
@@ -528,30 +528,23 @@ mod tests {
         error: Option<Error>,
     }
 
-    #[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]
-    #[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
     impl Backend for Probe {
-        async fn acquire(&self, key: &str, cost: f64, params: Algorithm) -> Result<Decision> {
+        fn decide<'a>(
+            &'a self,
+            key: &'a str,
+            cost: Cost,
+            params: Algorithm,
+            limit_key: Option<&'a str>,
+        ) -> BoxFuture<'a, Result<Outcome>> {
             self.calls.fetch_add(1, Ordering::SeqCst);
             match &self.error {
-                Some(error) => Err(error.clone()),
-                None => self.inner.acquire(key, cost, params).await,
+                Some(error) => Box::pin(std::future::ready(Err(error.clone()))),
+                None => self.inner.decide(key, cost, params, limit_key),
             }
         }
-        async fn available(&self, key: &str, params: Algorithm) -> Result<f64> {
-            self.inner.available(key, params).await
-        }
-        async fn time_until_available(
-            &self,
-            key: &str,
-            cost: f64,
-            params: Algorithm,
-        ) -> Result<Duration> {
-            self.inner.time_until_available(key, cost, params).await
-        }
-        async fn reset(&self, key: &str, params: Algorithm) -> Result<()> {
+        fn reset<'a>(&'a self, key: &'a str, params: Algorithm) -> BoxFuture<'a, Result<()>> {
             self.calls.fetch_add(1, Ordering::SeqCst);
-            self.inner.reset(key, params).await
+            self.inner.reset(key, params)
         }
         fn backend_name(&self) -> &str {
             "probe"

@@ -1,17 +1,15 @@
 //! `RedisBackend`: every algorithm as one atomic Lua script, one HTTP request per decision.
 
-use super::json::{encode_command, Value};
 use super::layout::{self, Call};
 use super::rest::{malformed, RestClient};
-use crate::algorithm::{Algorithm, State};
-use crate::backend::Backend;
+use crate::algorithm::{Algorithm, Cost};
+use crate::backend::{Backend, Outcome};
 use crate::clock::{Clock, SystemClock};
-use crate::decision::Decision;
 use crate::error::{quote, Error, Result};
-use crate::number::{format_f64, parse_i64};
+use crate::maybe_send::BoxFuture;
 use crate::transport::Transport;
+use serde_json::Value;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// A store in Redis, reached over the Upstash REST protocol through a [`Transport`].
 ///
@@ -23,14 +21,6 @@ pub struct RedisBackend<T> {
     client: RestClient<T>,
     clock: Arc<dyn Clock>,
     redis_time: bool,
-}
-
-/// What a script found and decided, and the rule it applied (the dynamic limit may change it).
-struct Outcome {
-    allowed: bool,
-    now: u64,
-    stored: Option<State>,
-    rule: Algorithm,
 }
 
 impl<T: Transport> RedisBackend<T> {
@@ -69,17 +59,15 @@ impl<T: Transport> RedisBackend<T> {
     }
 
     /// Runs `rule`'s script for `cost` on `key`, with the dynamic limit stored under `limit_key` if
-    /// given.
+    /// given, and checks that the algorithm, run on the state the script found, agrees with it.
     async fn run(
         &self,
         rule: Algorithm,
         key: &str,
-        cost: f64,
+        cost: Cost,
         limit_key: Option<&str>,
     ) -> Result<Outcome> {
         let now = self.clock.now_micros();
-        // Refuse a bad cost before anything reaches the network.
-        rule.acquire(None, now, cost)?;
         let Call {
             script,
             mut keys,
@@ -95,14 +83,14 @@ impl<T: Transport> RedisBackend<T> {
             a.to_string(),
             b.to_string(),
             c.to_string(),
-            format_f64(cost),
+            decimal(cost),
         ];
         if let Some(limit_key) = limit_key {
             keys.push(limit_key.to_owned());
             args.push("1".to_owned());
         }
         let reply = script.run(&self.client, &keys, &args).await?;
-        let fields = reply.as_array().unwrap_or_default();
+        let fields = reply.as_array().map(Vec::as_slice).unwrap_or_default();
         let flag = |index: usize| fields.get(index).and_then(Value::as_u64);
         let (Some(allowed @ 0..=1), Some(now), Some(capacity)) = (flag(0), flag(1), flag(2)) else {
             return Err(malformed(&format!(
@@ -117,105 +105,110 @@ impl<T: Transport> RedisBackend<T> {
                 message: format!("the dynamic limit {capacity} does not fit: {error}"),
             })?
         };
+        let found = layout::decode(&rule, fields.get(3..).unwrap_or_default())?;
+        let decision = rule.apply(found.as_ref(), now, cost).decision;
+        let allowed = allowed == 1;
+        if decision.allowed != allowed {
+            return Err(malformed(&format!(
+                "the {} script {} a request the algorithm {}",
+                rule.name(),
+                if allowed { "admitted" } else { "denied" },
+                if decision.allowed { "admits" } else { "denies" },
+            )));
+        }
         Ok(Outcome {
-            allowed: allowed == 1,
             now,
-            stored: layout::decode(&rule, fields.get(3..).unwrap_or_default())?,
+            found,
             rule,
+            decision,
         })
     }
 }
 
-impl Outcome {
-    /// The decision on a request of `cost`, which the script ran: the algorithm's, checked to agree
-    /// with the script's.
-    fn decision(self, cost: f64) -> Result<Decision> {
-        let decision = self
-            .rule
-            .acquire(self.stored.as_ref(), self.now, cost)?
-            .decision;
-        if decision.allowed != self.allowed {
-            return Err(malformed(&format!(
-                "the {} script {} a request the algorithm {}",
-                self.rule.name(),
-                if self.allowed { "admitted" } else { "denied" },
-                if decision.allowed { "admits" } else { "denies" },
-            )));
-        }
-        Ok(decision)
-    }
-}
-
-#[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]
-#[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
 impl<T: Transport> Backend for RedisBackend<T> {
-    async fn acquire(&self, key: &str, cost: f64, params: Algorithm) -> Result<Decision> {
-        self.run(params, key, cost, None).await?.decision(cost)
-    }
-
-    async fn available(&self, key: &str, params: Algorithm) -> Result<f64> {
-        let outcome = self.run(params, key, 0.0, None).await?;
-        Ok(params.available(outcome.stored.as_ref(), outcome.now))
-    }
-
-    async fn time_until_available(
-        &self,
-        key: &str,
-        cost: f64,
+    /// One script reads the dynamic limit and decides, atomically.
+    fn decide<'a>(
+        &'a self,
+        key: &'a str,
+        cost: Cost,
         params: Algorithm,
-    ) -> Result<Duration> {
-        let outcome = self.run(params, key, 0.0, None).await?;
-        params.time_until_available(outcome.stored.as_ref(), outcome.now, cost)
+        limit_key: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Outcome>> {
+        Box::pin(self.run(params, key, cost, limit_key))
     }
 
-    async fn reset(&self, key: &str, params: Algorithm) -> Result<()> {
-        let keys = layout::call(&params, key, self.clock.now_micros(), true).keys;
-        let mut command = vec!["DEL"];
-        command.extend(keys.iter().map(String::as_str));
-        self.client.send(encode_command(&command)).await.map(drop)
+    fn reset<'a>(&'a self, key: &'a str, params: Algorithm) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let keys = layout::call(&params, key, self.clock.now_micros(), true).keys;
+            let mut command = vec!["DEL"];
+            command.extend(keys.iter().map(String::as_str));
+            self.client.command(&command).await.map(drop)
+        })
     }
 
     fn backend_name(&self) -> &str {
         "redis"
     }
 
-    /// One script reads the dynamic limit and decides, atomically.
-    async fn acquire_with_dynamic_limit(
-        &self,
-        key: &str,
-        cost: f64,
-        params: Algorithm,
-        limit_key: &str,
-    ) -> Result<Decision> {
-        self.run(params, key, cost, Some(limit_key))
-            .await?
-            .decision(cost)
+    fn dynamic_limit<'a>(&'a self, limit_key: &'a str) -> BoxFuture<'a, Result<Option<u64>>> {
+        Box::pin(async move {
+            let reply = self.client.command(&["GET", limit_key]).await?;
+            match &reply {
+                Value::Null => Ok(None),
+                Value::String(text) => match text.parse::<i64>() {
+                    Ok(limit @ 0..) => Ok(Some(limit.unsigned_abs())),
+                    _ => Err(malformed(&format!(
+                        "the dynamic limit in {limit_key} is not a whole number from 0: {}",
+                        quote(text)
+                    ))),
+                },
+                _ => Err(malformed(&format!("GET {limit_key} returned {reply}"))),
+            }
+        })
     }
 
-    async fn dynamic_limit(&self, limit_key: &str) -> Result<Option<u64>> {
-        let reply = self
-            .client
-            .send(encode_command(&["GET", limit_key]))
-            .await?;
-        // The stored text read as numeric reply fields are (the same parser).
-        match &reply {
-            Value::Null => Ok(None),
-            Value::String(text) => match parse_i64(text) {
-                Some(limit @ 0..) => Ok(Some(limit.unsigned_abs())),
-                _ => Err(malformed(&format!(
-                    "the dynamic limit in {limit_key} is not a whole number from 0: {}",
-                    quote(text)
-                ))),
-            },
-            _ => Err(malformed(&format!("GET {limit_key} returned {reply}"))),
+    fn set_dynamic_limit<'a>(
+        &'a self,
+        limit_key: &'a str,
+        limit: Option<u64>,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            match limit {
+                Some(limit) => {
+                    let limit = limit.to_string();
+                    self.client.command(&["SET", limit_key, &limit]).await
+                }
+                None => self.client.command(&["DEL", limit_key]).await,
+            }
+            .map(drop)
+        })
+    }
+}
+
+/// `cost` as the script reads it: the shortest decimal that reads back the same, never with an
+/// exponent (`5`, `0.5`), which f64's `Display` writes.
+fn decimal(cost: Cost) -> String {
+    cost.get().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithm::TokenBucket;
+    use std::time::Duration;
+
+    #[test]
+    fn costs_are_sent_as_exact_decimals() {
+        let rule = Algorithm::from(TokenBucket::new(1, Duration::from_secs(1), 10).unwrap());
+        for (cost, text) in [
+            (5.0, "5"),
+            (0.5, "0.5"),
+            (-0.25, "-0.25"),
+            (1_796_220_043_830.0, "1796220043830"),
+            (9_007_199_254_740_991.0, "9007199254740991"),
+            (0.1 + 0.2, "0.30000000000000004"),
+        ] {
+            assert_eq!(decimal(rule.cost(cost).unwrap()), text);
         }
-    }
-
-    async fn set_dynamic_limit(&self, limit_key: &str, limit: Option<u64>) -> Result<()> {
-        let command = match limit {
-            Some(limit) => encode_command(&["SET", limit_key, &limit.to_string()]),
-            None => encode_command(&["DEL", limit_key]),
-        };
-        self.client.send(command).await.map(drop)
     }
 }

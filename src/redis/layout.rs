@@ -3,23 +3,23 @@
 //!
 //! Key names follow `@upstash/ratelimit` 2.x for the algorithms it has: `<key>:<window>` for the window
 //! counters, `<key>` for the token bucket hash. GCRA, which the peer lacks, uses `<key>:gcra`.
-//!
-//! Plain functions matching on [`Algorithm`], not a trait: the backend's request path then exists once
-//! in the WebAssembly package instead of once per algorithm.
 
-use super::json::Value;
 use super::rest::malformed;
 use super::script::Script;
 use crate::algorithm::{
     Algorithm, FixedWindowState, GcraState, Policy, SlidingWindowState, State, TokenBucketState,
 };
 use crate::error::Result;
-use crate::number::{parse_f64, parse_i64};
+use serde_json::Value;
 
-/// The prelude and the script `src/algorithm/$file`, comment lines blanked, as build.rs writes them.
+/// The prelude and the script `src/redis/scripts/$file`, with its SHA-1, as build.rs writes them.
 macro_rules! script {
     ($name:literal, $file:literal) => {
-        Script::new($name, include_str!(concat!(env!("OUT_DIR"), "/", $file)))
+        Script::new(
+            $name,
+            include_str!(concat!(env!("OUT_DIR"), "/", $file)),
+            include_str!(concat!(env!("OUT_DIR"), "/", $file, ".sha1")),
+        )
     };
 }
 
@@ -103,7 +103,7 @@ pub(crate) fn decode(rule: &Algorithm, fields: &[Value]) -> Result<Option<State>
             let tokens = fields
                 .get(1)
                 .and_then(Value::as_str)
-                .and_then(parse_f64)
+                .and_then(|text| text.parse::<f64>().ok())
                 .filter(|tokens| tokens.is_finite())
                 .ok_or_else(|| field_error(fields, 1, "a token count"))?;
             TokenBucketState {
@@ -125,7 +125,7 @@ pub(crate) fn decode(rule: &Algorithm, fields: &[Value]) -> Result<Option<State>
 fn integer(fields: &[Value], index: usize) -> Result<i64> {
     match fields.get(index) {
         Some(Value::Number(number)) => number.as_i64(),
-        Some(Value::String(text)) => parse_i64(text),
+        Some(Value::String(text)) => text.parse().ok(),
         _ => None,
     }
     .ok_or_else(|| field_error(fields, index, "an integer"))

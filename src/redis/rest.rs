@@ -1,9 +1,14 @@
 //! The Upstash REST protocol over a [`Transport`]: commands out as JSON, replies and errors back typed.
+//!
+//! A reply is a [`serde_json::Value`], used as is: Redis replies are integers, strings, arrays and
+//! null, which JSON holds without loss. serde_json keeps an integer that fits `i64` or `u64` exact
+//! and reads any other number as a float, which `as_i64`/`as_u64` refuse, so no such number is ever
+//! taken for a count.
 
-use super::json::{self, Value};
-use super::slot::{slot, Filler};
 use crate::error::{Error, Result};
 use crate::transport::{HttpReply, Transport};
+use futures_channel::oneshot;
+use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Mutex, PoisonError};
@@ -18,10 +23,10 @@ pub struct RestClient<T> {
     queue: Mutex<Vec<Queued>>,
 }
 
-/// A command waiting for its batch: its JSON text, and where its reply goes.
+/// A command waiting for its batch: its JSON array of strings, and where its reply goes.
 struct Queued {
-    command: String,
-    reply: Filler,
+    command: Value,
+    reply: oneshot::Sender<Result<Value>>,
 }
 
 impl<T: Transport> RestClient<T> {
@@ -47,15 +52,10 @@ impl<T: Transport> RestClient<T> {
 
     /// Runs one command, its name then its arguments; Redis errors come back as [`Error::Redis`].
     pub async fn command(&self, command: &[&str]) -> Result<Value> {
-        self.send(json::encode_command(command)).await
-    }
-
-    /// Runs one command given as JSON text (see [`json::encode_command`]).
-    pub(crate) async fn send(&self, command: String) -> Result<Value> {
-        let (filler, reply) = slot();
+        let (sender, reply) = oneshot::channel();
         let queued = Queued {
-            command,
-            reply: filler,
+            command: command.iter().copied().map(Value::from).collect(),
+            reply: sender,
         };
         let batch = if self.coalesce {
             self.lock_queue().push(queued);
@@ -67,10 +67,19 @@ impl<T: Transport> RestClient<T> {
             vec![queued]
         };
         if !batch.is_empty() {
-            let (body, fillers) = split(batch);
-            deliver(self.transport.post("/pipeline", body).await, fillers);
+            let (commands, senders): (Vec<Value>, Vec<_>) = batch
+                .into_iter()
+                .map(|queued| (queued.command, queued.reply))
+                .unzip();
+            let body = Value::Array(commands).to_string();
+            deliver(self.transport.post("/pipeline", body).await, senders);
         }
-        reply.await
+        // A dropped sender: the caller sending the batch was cancelled before it had the replies.
+        reply.await.unwrap_or_else(|oneshot::Canceled| {
+            Err(Error::Network {
+                message: "the caller sending this command's batch was cancelled".to_owned(),
+            })
+        })
     }
 
     fn lock_queue(&self) -> std::sync::MutexGuard<'_, Vec<Queued>> {
@@ -79,57 +88,46 @@ impl<T: Transport> RestClient<T> {
     }
 }
 
-/// The `/pipeline` body sending `batch`, and where each reply goes, in order.
-fn split(batch: Vec<Queued>) -> (String, Vec<Filler>) {
-    let mut body = String::from("[");
-    let mut fillers = Vec::with_capacity(batch.len());
-    for queued in batch {
-        if !fillers.is_empty() {
-            body.push(',');
-        }
-        body.push_str(&queued.command);
-        fillers.push(queued.reply);
-    }
-    body.push(']');
-    (body, fillers)
-}
-
 /// Hands each command of a batch its result from the `/pipeline` request's `reply`.
-fn deliver(reply: Result<HttpReply>, fillers: Vec<Filler>) {
+fn deliver(reply: Result<HttpReply>, senders: Vec<oneshot::Sender<Result<Value>>>) {
     let mut replies = reply
-        .and_then(|reply| decode_pipeline(reply, fillers.len()))
+        .and_then(|reply| decode_pipeline(reply, senders.len()))
         .map(Vec::into_iter);
-    for filler in fillers {
+    for sender in senders {
         let reply = match &mut replies {
             Ok(replies) => replies
                 .next()
                 .unwrap_or_else(|| Err(malformed("a missing reply"))),
             Err(error) => Err(error.clone()),
         };
-        filler.fill(reply);
+        // The caller may be gone (cancelled): then nobody wants its reply.
+        let _ = sender.send(reply);
     }
 }
 
 /// Turns a `/pipeline` reply into one result per command, `count` of them.
 fn decode_pipeline(reply: HttpReply, count: usize) -> Result<Vec<Result<Value>>> {
-    let parsed = json::parse(&reply.body);
+    let parsed = serde_json::from_slice::<Value>(&reply.body);
+    let text = || {
+        String::from_utf8_lossy(&reply.body)
+            .chars()
+            .take(200)
+            .collect::<String>()
+    };
     if !(200..300).contains(&reply.status) {
         let message = parsed
             .as_ref()
             .ok()
             .and_then(|body| body.get("error"))
             .and_then(Value::as_str)
-            .map_or_else(|| reply.body.chars().take(200).collect(), str::to_owned);
+            .map_or_else(text, str::to_owned);
         return Err(Error::Http {
             status: reply.status,
             message,
         });
     }
     let Ok(Value::Array(items)) = parsed else {
-        return Err(malformed(&format!(
-            "expected a JSON array, got {:.200}",
-            reply.body
-        )));
+        return Err(malformed(&format!("expected a JSON array, got {}", text())));
     };
     if items.len() != count {
         return Err(malformed(&format!(
@@ -140,18 +138,18 @@ fn decode_pipeline(reply: HttpReply, count: usize) -> Result<Vec<Result<Value>>>
     Ok(items.into_iter().map(decode_item).collect())
 }
 
-fn decode_item(mut item: Value) -> Result<Value> {
-    if !matches!(item, Value::Object(_)) {
+fn decode_item(item: Value) -> Result<Value> {
+    let Value::Object(mut item) = item else {
         return Err(malformed("a pipeline item is not an object"));
-    }
-    if let Some(error) = item.take("error") {
+    };
+    if let Some(error) = item.remove("error") {
         return Err(Error::Redis {
             message: error
                 .as_str()
                 .map_or_else(|| error.to_string(), str::to_owned),
         });
     }
-    item.take("result")
+    item.remove("result")
         .ok_or_else(|| malformed("a pipeline item has neither result nor error"))
 }
 
@@ -175,6 +173,41 @@ impl Future for YieldOnce {
             self.0 = true;
             context.waker().wake_by_ref();
             Poll::Pending
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(body: &str) -> HttpReply {
+        HttpReply {
+            status: 200,
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_body_that_is_not_json_is_a_malformed_reply_quoting_it() {
+        let error = decode_pipeline(ok(r#"[{"result": 1"#), 1).unwrap_err();
+        assert!(
+            matches!(&error, Error::MalformedReply { message } if message.contains(r#"[{"result": 1"#)),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn integers_stay_exact_and_other_numbers_are_never_counts() {
+        let body =
+            r#"[{"result":[1796220043830,-5,18446744073709551615,18446744073709551616,1.5]}]"#;
+        let reply = decode_pipeline(ok(body), 1).unwrap().remove(0).unwrap();
+        let numbers = reply.as_array().unwrap();
+        assert_eq!(numbers[0].as_u64(), Some(1_796_220_043_830));
+        assert_eq!(numbers[1].as_i64(), Some(-5));
+        assert_eq!(numbers[2].as_u64(), Some(u64::MAX));
+        for number in &numbers[3..] {
+            assert_eq!((number.as_u64(), number.as_i64()), (None, None), "{number}");
         }
     }
 }

@@ -19,6 +19,7 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use super::{HttpReply, Transport};
 use crate::error::{Error, Result};
+use crate::maybe_send::BoxFuture;
 use crate::wasm::sys;
 
 /// The path of the pipeline endpoint, where the REST client sends every request.
@@ -85,45 +86,43 @@ impl FetchTransport {
     }
 }
 
-#[async_trait::async_trait(?Send)]
 impl Transport for FetchTransport {
-    async fn post(&self, path: &str, body: String) -> Result<HttpReply> {
-        let timeout_ms = self.timeout.map_or(0.0, |after| {
-            after.as_millis().clamp(1, i32::MAX as u128) as f64
-        });
-        let (sender, outcome) = oneshot::channel();
-        let id = IN_FLIGHT.with_borrow_mut(|in_flight| in_flight.insert(sender)) as u32;
-        let url = self.url(path);
-        let sent = DELIVER.with(|deliver| {
-            let deliver = deliver.as_ref();
-            sys::post(
-                &self.fetch,
-                &url,
-                &self.headers,
-                &body,
-                timeout_ms,
-                id,
-                deliver,
-            )
-        });
-        let outcome = match sent {
-            Ok(()) => outcome.await.unwrap_or_else(|_| {
-                Err(Array::of2(&"the request was dropped".into(), &JsValue::UNDEFINED).into())
-            }),
-            Err(thrown) => {
-                IN_FLIGHT.with_borrow_mut(|in_flight| in_flight.try_remove(id as usize));
-                Err(thrown)
-            }
-        };
-        let reply: Array = outcome
-            .map_err(|failure| self.failure(&failure))?
-            .unchecked_into();
-        let status = reply.get(0).as_f64().unwrap_or_default() as u16;
-        let body = reply.get(1).unchecked_into::<Uint8Array>().to_vec();
-        let body = String::from_utf8(body).map_err(|_| Error::Network {
-            message: "the reply body is not UTF-8".to_owned(),
-        })?;
-        Ok(HttpReply { status, body })
+    fn post<'a>(&'a self, path: &'a str, body: String) -> BoxFuture<'a, Result<HttpReply>> {
+        Box::pin(async move {
+            let timeout_ms = self.timeout.map_or(0.0, |after| {
+                after.as_millis().clamp(1, i32::MAX as u128) as f64
+            });
+            let (sender, outcome) = oneshot::channel();
+            let id = IN_FLIGHT.with_borrow_mut(|in_flight| in_flight.insert(sender)) as u32;
+            let url = self.url(path);
+            let sent = DELIVER.with(|deliver| {
+                let deliver = deliver.as_ref();
+                sys::post(
+                    &self.fetch,
+                    &url,
+                    &self.headers,
+                    &body,
+                    timeout_ms,
+                    id,
+                    deliver,
+                )
+            });
+            let outcome = match sent {
+                Ok(()) => outcome.await.unwrap_or_else(|_| {
+                    Err(Array::of2(&"the request was dropped".into(), &JsValue::UNDEFINED).into())
+                }),
+                Err(thrown) => {
+                    IN_FLIGHT.with_borrow_mut(|in_flight| in_flight.try_remove(id as usize));
+                    Err(thrown)
+                }
+            };
+            let reply: Array = outcome
+                .map_err(|failure| self.failure(&failure))?
+                .unchecked_into();
+            let status = reply.get(0).as_f64().unwrap_or_default() as u16;
+            let body = reply.get(1).unchecked_into::<Uint8Array>().to_vec();
+            Ok(HttpReply { status, body })
+        })
     }
 }
 

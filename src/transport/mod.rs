@@ -14,16 +14,16 @@ pub use fetch::FetchTransport;
 #[cfg(all(feature = "native", not(target_arch = "wasm32")))]
 pub use native::HttpTransport;
 
-use crate::backend::MaybeSendSync;
 use crate::error::Result;
+use crate::maybe_send::{BoxFuture, MaybeSendSync};
 
-/// An HTTP reply: status code and body text.
+/// An HTTP reply: status code and body bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpReply {
     /// The HTTP status code.
     pub status: u16,
-    /// The body, as text.
-    pub body: String,
+    /// The body, as received.
+    pub body: Vec<u8>,
 }
 
 /// Sends one request to an Upstash-compatible REST server.
@@ -31,9 +31,7 @@ pub struct HttpReply {
 /// Implementations add `Authorization: Bearer <token>` and `Content-Type: application/json`, apply
 /// their timeout, and map failures to [`crate::Error::Network`] (no reply at all) or
 /// [`crate::Error::Timeout`]. Any reply, whatever its status, is returned as an [`HttpReply`].
-#[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]
-#[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
 pub trait Transport: MaybeSendSync {
     /// POSTs `body` (JSON) to `path` (such as `"/pipeline"`) under the server's base URL.
-    async fn post(&self, path: &str, body: String) -> Result<HttpReply>;
+    fn post<'a>(&'a self, path: &'a str, body: String) -> BoxFuture<'a, Result<HttpReply>>;
 }

@@ -2,6 +2,7 @@
 
 use super::{HttpReply, Transport};
 use crate::error::{Error, Result};
+use crate::maybe_send::BoxFuture;
 use std::time::Duration;
 
 /// Sends Upstash REST requests with a pooled `reqwest` client (keep-alive, HTTP/1.1).
@@ -38,28 +39,29 @@ impl HttpTransport {
     }
 }
 
-#[async_trait::async_trait]
 impl Transport for HttpTransport {
-    async fn post(&self, path: &str, body: String) -> Result<HttpReply> {
-        let mut request = self
-            .client
-            .post(format!("{}{path}", self.base_url))
-            .header(reqwest::header::AUTHORIZATION, &self.authorization)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body);
-        if let Some(timeout) = self.timeout {
-            request = request.timeout(timeout);
-        }
-        let failed = |error: reqwest::Error| match self.timeout {
-            Some(after) if error.is_timeout() => Error::Timeout { after },
-            _ => Error::Network {
-                message: error_chain(&error),
-            },
-        };
-        let response = request.send().await.map_err(failed)?;
-        let status = response.status().as_u16();
-        let body = response.text().await.map_err(failed)?;
-        Ok(HttpReply { status, body })
+    fn post<'a>(&'a self, path: &'a str, body: String) -> BoxFuture<'a, Result<HttpReply>> {
+        Box::pin(async move {
+            let mut request = self
+                .client
+                .post(format!("{}{path}", self.base_url))
+                .header(reqwest::header::AUTHORIZATION, &self.authorization)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body);
+            if let Some(timeout) = self.timeout {
+                request = request.timeout(timeout);
+            }
+            let failed = |error: reqwest::Error| match self.timeout {
+                Some(after) if error.is_timeout() => Error::Timeout { after },
+                _ => Error::Network {
+                    message: error_chain(&error),
+                },
+            };
+            let response = request.send().await.map_err(failed)?;
+            let status = response.status().as_u16();
+            let body = response.bytes().await.map_err(failed)?.to_vec();
+            Ok(HttpReply { status, body })
+        })
     }
 }
 

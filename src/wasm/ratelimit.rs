@@ -8,10 +8,9 @@ use super::redis::RedisConfig;
 use super::shared_cache::shared_cache;
 use super::sleep::sleep;
 use super::sys;
-use crate::backend::MemoryBackend;
+use crate::backend::{Backend, MemoryBackend};
 use crate::ratelimit::{
-    EphemeralCache, FailMode, Ratelimit, Response, Settings, Store, DEFAULT_CACHE_SIZE,
-    DEFAULT_PREFIX,
+    EphemeralCache, FailMode, Ratelimit, Response, Settings, DEFAULT_CACHE_SIZE, DEFAULT_PREFIX,
 };
 use crate::redis::RedisBackend;
 use crate::transport::FetchTransport;
@@ -132,7 +131,7 @@ impl JsRatelimit {
         }
 
         let redis = get(&config, "redis")?;
-        let backend: Arc<dyn Store> = if redis.is_undefined() {
+        let backend: Arc<dyn Backend> = if redis.is_undefined() {
             Arc::new(MemoryBackend::new())
         } else {
             let redis = RedisConfig::read(CONTEXT, "redis", &redis)?;

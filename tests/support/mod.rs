@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test binary uses a different part
 
 use edgelimit::transport::{HttpReply, HttpTransport, Transport};
+use edgelimit::BoxFuture;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -254,18 +255,23 @@ impl<T> Counting<T> {
     }
 }
 
-#[async_trait::async_trait]
 impl<T: Transport> Transport for Counting<T> {
-    async fn post(&self, path: &str, body: String) -> edgelimit::Result<HttpReply> {
-        self.traffic.requests.fetch_add(1, Ordering::SeqCst);
-        self.traffic
-            .bytes_sent
-            .fetch_add(body.len(), Ordering::SeqCst);
-        let reply = self.inner.post(path, body).await?;
-        self.traffic
-            .bytes_received
-            .fetch_add(reply.body.len(), Ordering::SeqCst);
-        Ok(reply)
+    fn post<'a>(
+        &'a self,
+        path: &'a str,
+        body: String,
+    ) -> BoxFuture<'a, edgelimit::Result<HttpReply>> {
+        Box::pin(async move {
+            self.traffic.requests.fetch_add(1, Ordering::SeqCst);
+            self.traffic
+                .bytes_sent
+                .fetch_add(body.len(), Ordering::SeqCst);
+            let reply = self.inner.post(path, body).await?;
+            self.traffic
+                .bytes_received
+                .fetch_add(reply.body.len(), Ordering::SeqCst);
+            Ok(reply)
+        })
     }
 }
 
