@@ -393,7 +393,11 @@ async fn failures_become_typed_errors() {
     ));
 
     let closed = RedisBackend::new(
-        HttpTransport::new(&format!("http://127.0.0.1:{}", support::free_port()), TOKEN).unwrap(),
+        HttpTransport::new(
+            &format!("http://127.0.0.1:{}", test_support::free_port()),
+            TOKEN,
+        )
+        .unwrap(),
     );
     assert!(matches!(
         closed.acquire("e", 1.0, rule).await,

@@ -1,11 +1,17 @@
-//! Token lookup: `Authorization: Bearer` or `?_token=`, compared in constant time.
+//! Authentication: `Authorization: Bearer` or `?_token=`, compared in constant time, as an extractor.
 
+use std::sync::Arc;
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap};
 use subtle::ConstantTimeEq;
 
 use crate::config::TokenSpec;
+use crate::error::GatewayError;
+use crate::routes::App;
 
-/// What a valid token grants.
+/// What a valid token grants. As an extractor it authenticates the request (401 otherwise).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Grant {
     /// Index of the Redis backend.
@@ -59,6 +65,16 @@ impl TokenTable {
     pub fn authenticate(&self, headers: &HeaderMap, query: Option<&str>) -> Option<Grant> {
         let token = bearer(headers).or_else(|| query_token(query?))?;
         self.lookup(&token)
+    }
+}
+
+impl FromRequestParts<Arc<App>> for Grant {
+    type Rejection = GatewayError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self, GatewayError> {
+        app.tokens
+            .authenticate(&parts.headers, parts.uri.query())
+            .ok_or(GatewayError::Unauthorized)
     }
 }
 

@@ -107,11 +107,12 @@ pub fn batch(body: &[u8]) -> Result<Vec<Command>, GatewayError> {
     items.iter().map(command_from_json).collect()
 }
 
-/// Builds a command from path segments (`/set/k/v`), percent-decoded; a non-empty body
-/// becomes the last argument.
-pub fn from_path(segments: &[&str], body: &[u8]) -> Result<Command, GatewayError> {
-    let mut args: Vec<Vec<u8>> = segments
-        .iter()
+/// Builds a command from a request path (`/set/k/v`), one argument per percent-decoded
+/// segment; a non-empty body becomes the last argument.
+pub fn from_path(path: &str, body: &[u8]) -> Result<Command, GatewayError> {
+    let path = path.strip_prefix('/').unwrap_or(path);
+    let mut args: Vec<Vec<u8>> = path
+        .split('/')
         .map(|s| percent_encoding::percent_decode_str(s).collect())
         .collect();
     if !body.is_empty() {
@@ -175,8 +176,8 @@ mod tests {
 
     #[test]
     fn path_form_decodes_and_appends_body() {
-        let c = from_path(&["set", "a%20b", ""], b"value").unwrap();
+        let c = from_path("/set/a%20b/", b"value").unwrap();
         assert_eq!(strings(&c), ["set", "a b", "", "value"]);
-        assert!(from_path(&[], b"").is_err());
+        assert!(from_path("/", b"").is_err());
     }
 }

@@ -12,20 +12,18 @@ mod scripts;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-use std::time::Duration;
 
-use axum::http::{HeaderName, Method};
+use axum::extract::Request;
 use axum::serve::ListenerExt;
-use axum::Router;
+use axum::ServiceExt;
 use clap::Parser;
-use tower_http::cors::{Any, CorsLayer};
 use tracing_subscriber::EnvFilter;
 
 use crate::auth::TokenTable;
 use crate::config::{Args, Config};
 use crate::policy::Policy;
 use crate::redis_pool::Backend;
-use crate::routes::{App, SYNC_TOKEN};
+use crate::routes::App;
 use crate::scripts::ScriptMap;
 
 fn build_app(config: &Config) -> Result<Arc<App>, String> {
@@ -42,16 +40,6 @@ fn build_app(config: &Config) -> Result<Arc<App>, String> {
         max_body_bytes: config.max_body_bytes,
         sync_counter: AtomicU64::new(0),
     }))
-}
-
-/// CORS for browser pages: any origin, the methods of the protocol, any request header.
-fn cors() -> CorsLayer {
-    CorsLayer::new()
-        .allow_origin(Any)
-        .allow_methods([Method::GET, Method::HEAD, Method::POST, Method::PUT])
-        .allow_headers(Any)
-        .expose_headers([HeaderName::from_static(SYNC_TOKEN)])
-        .max_age(Duration::from_secs(86_400))
 }
 
 /// Resolves on SIGTERM or SIGINT.
@@ -99,10 +87,6 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    let router = Router::new()
-        .fallback(routes::handle)
-        .with_state(app)
-        .layer(cors());
     let listener = match tokio::net::TcpListener::bind(config.listen).await {
         Ok(listener) => listener,
         Err(e) => {
@@ -120,7 +104,8 @@ async fn main() -> std::process::ExitCode {
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
     });
-    match axum::serve(listener, router)
+    let service = ServiceExt::<Request>::into_make_service(routes::service(app));
+    match axum::serve(listener, service)
         .with_graceful_shutdown(shutdown_signal())
         .await
     {

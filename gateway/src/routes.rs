@@ -1,16 +1,23 @@
-//! The HTTP surface: method and path dispatch, auth, body limit, replies.
+//! The HTTP surface: routes, extractors and layers of the Upstash REST protocol.
 
+use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
-use axum::response::{IntoResponse, Response};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Request, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderName, HeaderValue, Method, StatusCode, Uri};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::{get, post};
+use axum::Router;
 use redis::Value;
 use serde_json::{json, Value as Json};
+use tower::util::MapRequest;
+use tower::ServiceExt;
+use tower_http::cors::{Any, CorsLayer};
 
 use crate::auth::{Grant, TokenTable};
 use crate::command::{self, Command};
@@ -39,15 +46,71 @@ pub struct App {
     pub sync_counter: AtomicU64,
 }
 
-/// Serves every request: logs one line per request at debug level.
-pub async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
+/// The whole gateway as one service: trailing slashes trimmed, then routed.
+pub fn service(app: Arc<App>) -> MapRequest<Router, fn(Request) -> Request> {
+    router(app).map_request(trim_trailing_slashes)
+}
+
+/// `/pipeline/` is `/pipeline`. Leading slashes stay as sent (tower-http's `NormalizePath` would
+/// merge them, turning the malformed `//set/k/v`, an empty command name, into a command).
+fn trim_trailing_slashes(mut request: Request) -> Request {
+    let path = request.uri().path();
+    if path.len() < 2 || !path.ends_with('/') {
+        return request;
+    }
+    let path = match path.trim_end_matches('/') {
+        "" => "/",
+        trimmed => trimmed,
+    };
+    let path_and_query = match request.uri().query() {
+        Some(query) => format!("{path}?{query}"),
+        None => path.to_owned(),
+    };
+    let mut parts = request.uri().clone().into_parts();
+    if let Ok(path_and_query) = path_and_query.parse() {
+        parts.path_and_query = Some(path_and_query);
+        if let Ok(uri) = Uri::from_parts(parts) {
+            *request.uri_mut() = uri;
+        }
+    }
+    request
+}
+
+/// The routes of the protocol. Only HEAD, GET, POST and PUT exist; `/`, `/pipeline` and
+/// `/multi-exec` need a body (POST or PUT).
+fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/", post(single).put(single).get(body_required))
+        .route("/pipeline", post(pipeline).put(pipeline).get(body_required))
+        .route(
+            "/multi-exec",
+            post(multi_exec).put(multi_exec).get(body_required),
+        )
+        .route("/healthz", get(healthz).post(path_form).put(path_form))
+        .route("/{*command}", get(path_form).post(path_form).put(path_form))
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(app.max_body_bytes))
+        .layer(middleware::from_fn_with_state(app.clone(), stamp))
+        .layer(cors())
+        .with_state(app)
+}
+
+/// CORS for browser pages: any origin, the methods of the protocol, any request header.
+fn cors() -> CorsLayer {
+    CorsLayer::new()
+        .allow_origin(Any)
+        .allow_methods([Method::GET, Method::HEAD, Method::POST, Method::PUT])
+        .allow_headers(Any)
+        .expose_headers([HeaderName::from_static(SYNC_TOKEN)])
+        .max_age(Duration::from_secs(86_400))
+}
+
+/// Adds the `upstash-sync-token` header to every reply; logs one line per request at debug level.
+async fn stamp(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
-    let mut response = match serve(&app, request).await {
-        Ok(response) => response,
-        Err(error) => error.into_response(),
-    };
+    let mut response = next.run(request).await;
     let sync = app.sync_counter.fetch_add(1, Ordering::Relaxed) + 1;
     if let Ok(value) = HeaderValue::from_str(&sync.to_string()) {
         response.headers_mut().insert(SYNC_TOKEN, value);
@@ -62,83 +125,97 @@ pub async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     response
 }
 
-/// What the path asks for.
-enum Route<'a> {
-    Single,
-    Pipeline,
-    MultiExec,
-    Path(Vec<&'a str>),
-}
+/// The request body, at most `--max-body-bytes` long (413 beyond).
+struct Payload(Bytes);
 
-async fn serve(app: &App, request: Request) -> Result<Response, GatewayError> {
-    let (parts, body) = request.into_parts();
-    let method = parts.method;
-    if !matches!(
-        method,
-        Method::GET | Method::HEAD | Method::POST | Method::PUT
-    ) {
-        return Err(GatewayError::MethodNotAllowed);
-    }
-    let has_body = matches!(method, Method::POST | Method::PUT);
-    let path = parts.uri.path();
-    let path = path.strip_prefix('/').unwrap_or(path).trim_end_matches('/');
-    if path == "healthz" && !has_body {
-        return Ok(json_response(StatusCode::OK, &json!({ "result": "OK" })));
-    }
-    let grant = app
-        .tokens
-        .authenticate(&parts.headers, parts.uri.query())
-        .ok_or(GatewayError::Unauthorized)?;
-    let route = match path {
-        "" => Route::Single,
-        "pipeline" => Route::Pipeline,
-        "multi-exec" => Route::MultiExec,
-        other => Route::Path(other.split('/').collect()),
-    };
-    if matches!(route, Route::Single | Route::Pipeline | Route::MultiExec) && !has_body {
-        return Err(GatewayError::MethodNotAllowed);
-    }
-    let body = read_body(body, &parts.headers, app.max_body_bytes).await?;
-    let base64 = parts
-        .headers
-        .get("upstash-encoding")
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"base64"));
-    let backend = app
-        .backends
-        .get(grant.backend)
-        .ok_or_else(|| GatewayError::Unavailable("no backend for this token".to_owned()))?;
-    let ctx = Ctx {
-        app,
-        backend,
-        grant,
-        base64,
-    };
-    match route {
-        Route::Single => ctx.single(command::single(&body)?).await,
-        Route::Path(segments) => ctx.single(command::from_path(&segments, &body)?).await,
-        Route::Pipeline => ctx.pipeline(command::batch(&body)?).await,
-        Route::MultiExec => ctx.multi_exec(command::batch(&body)?).await,
-    }
-}
+impl FromRequest<Arc<App>> for Payload {
+    type Rejection = GatewayError;
 
-/// Reads the body, refusing more than `limit` bytes with 413.
-async fn read_body(body: Body, headers: &HeaderMap, limit: usize) -> Result<Vec<u8>, GatewayError> {
-    let declared = headers
-        .get(axum::http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit as u64) {
-        return Err(GatewayError::PayloadTooLarge(limit));
-    }
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes().to_vec()),
-        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
-            Err(GatewayError::PayloadTooLarge(limit))
+    async fn from_request(request: Request, app: &Arc<App>) -> Result<Self, GatewayError> {
+        match Bytes::from_request(request, app).await {
+            Ok(bytes) => Ok(Self(bytes)),
+            Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                Err(GatewayError::PayloadTooLarge(app.max_body_bytes))
+            }
+            Err(rejection) => Err(GatewayError::BadRequest(format!(
+                "ERR cannot read body: {}",
+                rejection.body_text()
+            ))),
         }
-        Err(e) => Err(GatewayError::BadRequest(format!(
-            "ERR cannot read body: {e}"
-        ))),
     }
+}
+
+/// Whether the client asked for `Upstash-Encoding: base64` replies.
+struct Base64(bool);
+
+impl<S: Send + Sync> FromRequestParts<S> for Base64 {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Infallible> {
+        Ok(Self(parts.headers.get("upstash-encoding").is_some_and(
+            |v| v.as_bytes().eq_ignore_ascii_case(b"base64"),
+        )))
+    }
+}
+
+/// `GET /healthz`: answers without a token and without Redis.
+async fn healthz() -> Response {
+    json_response(StatusCode::OK, &json!({ "result": "OK" }))
+}
+
+/// `POST /`: one command array.
+async fn single(
+    State(app): State<Arc<App>>,
+    grant: Grant,
+    Base64(base64): Base64,
+    Payload(body): Payload,
+) -> Result<Response, GatewayError> {
+    let ctx = Ctx::new(&app, grant, base64)?;
+    ctx.single(command::single(&body)?).await
+}
+
+/// The path form `/set/k/v`; a non-empty body is the last argument.
+async fn path_form(
+    State(app): State<Arc<App>>,
+    grant: Grant,
+    Base64(base64): Base64,
+    uri: Uri,
+    Payload(body): Payload,
+) -> Result<Response, GatewayError> {
+    let ctx = Ctx::new(&app, grant, base64)?;
+    ctx.single(command::from_path(uri.path(), &body)?).await
+}
+
+/// `POST /pipeline`: commands in order, not atomic.
+async fn pipeline(
+    State(app): State<Arc<App>>,
+    grant: Grant,
+    Base64(base64): Base64,
+    Payload(body): Payload,
+) -> Result<Response, GatewayError> {
+    let ctx = Ctx::new(&app, grant, base64)?;
+    ctx.pipeline(command::batch(&body)?).await
+}
+
+/// `POST /multi-exec`: commands in one transaction.
+async fn multi_exec(
+    State(app): State<Arc<App>>,
+    grant: Grant,
+    Base64(base64): Base64,
+    Payload(body): Payload,
+) -> Result<Response, GatewayError> {
+    let ctx = Ctx::new(&app, grant, base64)?;
+    ctx.multi_exec(command::batch(&body)?).await
+}
+
+/// GET or HEAD on a route that needs a body: 405, once the token is valid.
+async fn body_required(_: Grant) -> GatewayError {
+    GatewayError::MethodNotAllowed
+}
+
+/// Any method other than HEAD, GET, POST and PUT: 405 before authentication.
+async fn method_not_allowed() -> GatewayError {
+    GatewayError::MethodNotAllowed
 }
 
 /// One authenticated request bound to its backend.
@@ -158,7 +235,21 @@ fn apply_fix(value: Value, fix: &ReplyFix) -> Value {
     }
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// Binds a request to the backend its token reaches.
+    fn new(app: &'a App, grant: Grant, base64: bool) -> Result<Self, GatewayError> {
+        let backend = app
+            .backends
+            .get(grant.backend)
+            .ok_or_else(|| GatewayError::Unavailable("no backend for this token".to_owned()))?;
+        Ok(Self {
+            app,
+            backend,
+            grant,
+            base64,
+        })
+    }
+
     /// Checks a command against the rules and rewrites scripts.
     fn prepare(&self, command: &mut Command) -> Result<ReplyFix, GatewayError> {
         self.app.policy.check(command, self.grant.readonly)?;

@@ -1,9 +1,10 @@
 //! The real npm clients (`@upstash/redis` 1.39.0, `@upstash/ratelimit` 2.2.0) as peers.
 //! Needs node 20+ and `npm ci` at the workspace root; fails (does not skip) without them.
 
-mod common;
+use std::path::PathBuf;
+use std::process::Command;
 
-use common::*;
+use test_support::{free_port, Gateway, Redis, READONLY_TOKEN, TOKEN};
 
 #[test]
 fn upstash_redis_client() {
@@ -62,4 +63,30 @@ fn upstash_ratelimit_multi_region_over_two_servers() {
     );
     let _ = std::fs::remove_dir_all(dir);
     assert!(out.contains("all checks passed"), "{out}");
+}
+
+/// Runs a node script from tests/js with the given environment; fails loudly if node or the
+/// npm packages are missing.
+fn run_node(script: &str, env: &[(&str, String)]) -> String {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/js");
+    let path = dir.join(script);
+    let mut cmd = Command::new("node");
+    cmd.arg(&path).current_dir(&dir);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap_or_else(|e| {
+        panic!("cannot run `node` ({e}): install node 20+ and run `npm ci` at the workspace root")
+    });
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    if stderr.contains("ERR_MODULE_NOT_FOUND") {
+        panic!("npm packages missing: run `npm ci` at the workspace root\n{stderr}");
+    }
+    assert!(
+        out.status.success(),
+        "node {script} failed ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+        out.status
+    );
+    stdout
 }

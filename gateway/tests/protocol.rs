@@ -4,6 +4,7 @@ mod common;
 
 use common::*;
 use serde_json::json;
+use test_support::{free_port, raw_http, Gateway, Redis, READONLY_TOKEN, TOKEN};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commands_paths_and_encodings() {

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::json;
+use test_support::{Gateway, Redis, TOKEN};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_down_gives_quick_json_errors_then_recovers() {

@@ -1,0 +1,243 @@
+//! Test harness shared by the workspace: a real redis-server and the edgelimit-gateway binary on
+//! free loopback ports, killed and reaped on drop (also when a test panics).
+//!
+//! It knows no `edgelimit` type, so that `edgelimit` itself can use it as a dev-dependency.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The read-write token of [`Gateway::start`].
+pub const TOKEN: &str = "t0k3n";
+
+/// The read-only token of [`Gateway::start`].
+pub const READONLY_TOKEN: &str = "r34d";
+
+/// How long a server may take to come up.
+const STARTUP: Duration = Duration::from_secs(20);
+
+/// A free loopback port (bound, then released).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .expect("no free loopback port")
+}
+
+fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + STARTUP;
+    while Instant::now() < deadline {
+        if ready() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("{what} did not come up within {STARTUP:?}");
+}
+
+/// A child process, killed and reaped on drop.
+struct Process(Option<Child>);
+
+impl Process {
+    fn stop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A redis-server on a free loopback port, without persistence.
+pub struct Redis {
+    /// The port it listens on.
+    pub port: u16,
+    process: Process,
+}
+
+impl Redis {
+    /// Starts redis-server and waits until it answers PING.
+    pub fn start() -> Self {
+        let mut redis = Self {
+            port: free_port(),
+            process: Process(None),
+        };
+        redis.spawn();
+        redis
+    }
+
+    fn spawn(&mut self) {
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server is missing: run `make bootstrap`");
+        self.process = Process(Some(child));
+        let port = self.port;
+        wait_until("redis-server", || ping(port));
+    }
+
+    /// `redis://127.0.0.1:<port>/<db>`.
+    pub fn url(&self, db: u8) -> String {
+        format!("redis://127.0.0.1:{}/{db}", self.port)
+    }
+
+    /// Kills the server (Redis down).
+    pub fn stop(&mut self) {
+        self.process.stop();
+    }
+
+    /// Starts it again on the same port.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+    }
+}
+
+fn ping(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+    let mut reply = [0u8; 7];
+    stream.write_all(b"PING\r\n").is_ok()
+        && stream.read_exact(&mut reply).is_ok()
+        && &reply == b"+PONG\r\n"
+}
+
+/// The gateway binary next to the running test executable, built once if it is missing
+/// (`cargo test --workspace` and `cargo test -p edgelimit-gateway` build it).
+fn gateway_binary() -> &'static PathBuf {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        // The test executable lives in <target>/<profile>/deps/.
+        let exe = std::env::current_exe().expect("test executable path");
+        let binary = exe
+            .parent()
+            .and_then(|deps| deps.parent())
+            .expect("target dir")
+            .join(format!("edgelimit-gateway{}", std::env::consts::EXE_SUFFIX));
+        if !binary.exists() {
+            let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+                .args(["build", "-p", "edgelimit-gateway"])
+                .status()
+                .expect("cargo build -p edgelimit-gateway");
+            assert!(status.success(), "building the gateway failed");
+        }
+        binary
+    })
+}
+
+/// An edgelimit-gateway process on a free loopback port.
+pub struct Gateway {
+    /// The port it listens on.
+    pub port: u16,
+    args: Vec<String>,
+    process: Process,
+}
+
+impl Gateway {
+    /// Starts the gateway for one Redis URL with [`TOKEN`] and [`READONLY_TOKEN`].
+    pub fn start(redis_url: &str) -> Self {
+        Self::start_with(&[
+            "--redis",
+            redis_url,
+            "--token",
+            TOKEN,
+            "--readonly-token",
+            READONLY_TOKEN,
+        ])
+    }
+
+    /// Starts the gateway with these arguments besides `--listen`, and waits for `/healthz`.
+    pub fn start_with(args: &[&str]) -> Self {
+        let mut gateway = Self {
+            port: free_port(),
+            args: args.iter().map(|arg| arg.to_string()).collect(),
+            process: Process(None),
+        };
+        gateway.spawn();
+        gateway
+    }
+
+    fn spawn(&mut self) {
+        let child = Command::new(gateway_binary())
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{}", self.port))
+            .args(&self.args)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("starting edgelimit-gateway");
+        self.process = Process(Some(child));
+        let port = self.port;
+        wait_until("edgelimit-gateway", || {
+            raw_http(
+                port,
+                "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                b"",
+            )
+            .is_some_and(|reply| reply.starts_with("HTTP/1.1 200"))
+        });
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The process id (for signals); 0 once stopped.
+    pub fn pid(&self) -> u32 {
+        self.process.0.as_ref().map_or(0, Child::id)
+    }
+
+    /// Kills the gateway.
+    pub fn stop(&mut self) {
+        self.process.stop();
+    }
+
+    /// Kills and starts the gateway again (same port, same arguments).
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+    }
+
+    /// Waits up to `timeout` for the process to exit by itself; whether it exited successfully.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<bool> {
+        let deadline = Instant::now() + timeout;
+        let child = self.process.0.as_mut()?;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = child.try_wait() {
+                self.process.0 = None;
+                return Some(status.success());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
+/// Sends raw bytes as one HTTP/1.1 request on a new connection and returns the whole reply as
+/// text (the request should say `Connection: close`).
+pub fn raw_http(port: u16, head: &str, body: &[u8]) -> Option<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    stream.write_all(head.as_bytes()).ok()?;
+    stream.write_all(body).ok()?;
+    let mut reply = Vec::new();
+    stream.read_to_end(&mut reply).ok()?;
+    Some(String::from_utf8_lossy(&reply).into_owned())
+}
