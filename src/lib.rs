@@ -41,6 +41,7 @@ mod clock;
 mod decision;
 mod duration;
 mod error;
+mod key_hasher;
 mod maybe_send;
 #[cfg(target_arch = "wasm32")]
 mod number;

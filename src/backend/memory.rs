@@ -9,8 +9,8 @@ use hashbrown::HashTable;
 use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-/// The seeded hasher of the key table: foldhash, for speed.
-type HashState = foldhash::fast::RandomState;
+/// The seeded hasher of the key table.
+type HashState = crate::key_hasher::KeyHasher;
 
 /// How many keys a [`MemoryBackend`] keeps unless told otherwise.
 pub const DEFAULT_MAX_KEYS: usize = 100_000;

@@ -4,14 +4,14 @@
 // hashbrown's map rather than std's: the memory backend's table is hashbrown's, so the wasm package
 // carries one copy of the table code, not two.
 use hashbrown::HashMap;
-use std::hash::RandomState;
+use crate::key_hasher::KeyHasher;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Identifiers known to be blocked until some time, at most `max_entries` of them. One cache may be
 /// shared by several [`Ratelimit`](super::Ratelimit)s (keys carry their prefix).
 #[derive(Debug)]
 pub struct EphemeralCache {
-    entries: Mutex<HashMap<String, Block, RandomState>>,
+    entries: Mutex<HashMap<String, Block, KeyHasher>>,
     max_entries: usize,
 }
 
@@ -45,7 +45,7 @@ impl EphemeralCache {
         self.len() == 0
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Block, RandomState>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Block, KeyHasher>> {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 

@@ -5,7 +5,7 @@ use crate::algorithm::FixedWindow;
 // hashbrown's map rather than std's: the memory backend's table is hashbrown's, so the wasm package
 // carries one copy of the table code, not two.
 use hashbrown::HashMap;
-use std::hash::RandomState;
+use crate::key_hasher::KeyHasher;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Per key, the window of `rule` it was counted in, the count and the limit that applied; at most
@@ -13,7 +13,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 #[derive(Debug)]
 pub(super) struct LocalCounts {
     rule: FixedWindow,
-    entries: Mutex<HashMap<String, Count, RandomState>>,
+    entries: Mutex<HashMap<String, Count, KeyHasher>>,
     max_entries: usize,
 }
 
@@ -51,7 +51,7 @@ impl LocalCounts {
         (window + 1) * self.rule.window_ms()
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Count, RandomState>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Count, KeyHasher>> {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 

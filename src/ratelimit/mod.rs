@@ -462,7 +462,7 @@ impl Ratelimit {
                 reason: "must not be empty",
             });
         }
-        Ok(format!("{}:{identifier}", self.prefix))
+        Ok([self.prefix.as_str(), ":", identifier].concat())
     }
 
     /// `rate` checked once, as the cost every step after takes: at most 2^53 - 1 in size, and what
