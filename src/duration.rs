@@ -71,7 +71,7 @@ pub(crate) fn parse(input: &str) -> Result<Duration, &'static str> {
 /// and at most [`MAX_DURATION_MS`].
 pub fn duration_from_millis(millis: f64) -> Result<Duration> {
     from_millis(millis).map_err(|reason| Error::InvalidDuration {
-        input: millis.to_string(),
+        input: crate::number::decimal(millis),
         reason,
     })
 }

@@ -24,7 +24,7 @@ pub enum Error {
         reason: &'static str,
     },
     /// A cost the algorithm cannot take (NaN, infinite, fractional for a window algorithm).
-    #[error("invalid cost {cost} for {algorithm}: {reason}")]
+    #[error("invalid cost {} for {algorithm}: {reason}", crate::number::decimal(*.cost))]
     InvalidCost {
         /// The algorithm that refused it.
         algorithm: &'static str,
@@ -34,7 +34,10 @@ pub enum Error {
         reason: &'static str,
     },
     /// A cost larger than the limit's capacity: it can never be admitted.
-    #[error("cost {cost} exceeds the capacity {capacity}: it can never be admitted")]
+    #[error(
+        "cost {} exceeds the capacity {capacity}: it can never be admitted",
+        crate::number::decimal(*.cost)
+    )]
     CostExceedsCapacity {
         /// The requested cost.
         cost: f64,
@@ -100,9 +103,10 @@ impl Error {
     }
 }
 
-/// `text` in double quotes, escaped as Rust's `{:?}` does.
+/// `text` as a JSON string: in double quotes, with quotes, backslashes and control characters
+/// escaped.
 pub(crate) fn quote(text: &str) -> String {
-    format!("{text:?}")
+    serde_json::to_string(text).unwrap_or_default()
 }
 
 /// `Result` with edgelimit's [`Error`].
@@ -113,11 +117,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn quote_escapes_as_debug_does() {
-        let mut texts: Vec<String> = (0u8..0x80).map(|byte| (byte as char).to_string()).collect();
-        texts.extend(["", "10 s", "say \"hi\"\\n", "é€😀", "a\u{1b}[0m\u{7f}"].map(str::to_owned));
-        for text in texts {
-            assert_eq!(quote(&text), format!("{text:?}"));
+    fn quote_writes_a_json_string() {
+        for (text, quoted) in [
+            ("", r#""""#),
+            ("10 s", r#""10 s""#),
+            ("say \"hi\"\\n", r#""say \"hi\"\\n""#),
+            ("é€😀", r#""é€😀""#),
+            ("a\u{1b}[0m\n", r#""a\u001b[0m\n""#),
+        ] {
+            assert_eq!(quote(text), quoted);
         }
     }
 

@@ -43,7 +43,6 @@ mod duration;
 mod error;
 mod key_hasher;
 mod maybe_send;
-#[cfg(target_arch = "wasm32")]
 mod number;
 pub mod ratelimit;
 pub mod redis;

@@ -185,10 +185,9 @@ impl<T: Transport> Backend for RedisBackend<T> {
     }
 }
 
-/// `cost` as the script reads it: the shortest decimal that reads back the same, never with an
-/// exponent (`5`, `0.5`), which f64's `Display` writes.
+/// `cost` as the script reads it: a decimal that reads back the same (`5`, `0.5`).
 fn decimal(cost: Cost) -> String {
-    cost.get().to_string()
+    crate::number::decimal(cost.get())
 }
 
 #[cfg(test)]

@@ -103,7 +103,7 @@ pub(crate) fn decode(rule: &Algorithm, fields: &[Value]) -> Result<Option<State>
             let tokens = fields
                 .get(1)
                 .and_then(Value::as_str)
-                .and_then(|text| text.parse::<f64>().ok())
+                .and_then(crate::number::parse_decimal)
                 .filter(|tokens| tokens.is_finite())
                 .ok_or_else(|| field_error(fields, 1, "a token count"))?;
             TokenBucketState {

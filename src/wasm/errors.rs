@@ -69,7 +69,7 @@ pub fn describe(value: &JsValue) -> String {
     } else if value.is_bigint() {
         "a bigint"
     } else {
-        return crate::number::js_string(value);
+        return super::sys::string(value);
     };
     kind.to_owned()
 }
