@@ -35,7 +35,7 @@ export function post(fetch, url, headers, body, timeout, id, deliver) {
   const init = { method: "POST", headers, body, keepalive: body.length < KEEPALIVE_MAX_BODY };
   let reply;
   if (timeout > 0) {
-    const controller = idleControllers.pop() ?? new AbortController();
+    const controller = (REUSE_CONTROLLERS && idleControllers.pop()) || new AbortController();
     init.signal = controller.signal;
     let timer;
     const expired = new Promise((_, reject) => {
@@ -55,16 +55,23 @@ export function post(fetch, url, headers, body, timeout, id, deliver) {
 }
 
 /**
- * AbortControllers whose request finished without being aborted, for the next requests: making one
- * costs more than the rest of a request in Node. A controller serves one request at a time, so a
- * timeout aborts only its own request, and at most `CONTROLLER_USES` requests in all, since a `fetch`
- * may leave a listener on the signal until its request is garbage-collected.
+ * AbortControllers whose request finished without being aborted, for the next requests: in Node, making
+ * one costs more than the rest of a request. A controller serves one request at a time, so a timeout
+ * aborts only its own request, and at most `CONTROLLER_USES` requests in all, since Node's `fetch`
+ * leaves a listener on the signal until its request is garbage-collected.
+ *
+ * Node only: Cloudflare Workers refuse a signal made during another request (and make one cheaply),
+ * and other runtimes may isolate requests alike. workerd with Node compatibility looks like Node, so
+ * its user agent rules it out.
  */
+const REUSE_CONTROLLERS =
+  globalThis.process?.release?.name === "node" && globalThis.navigator?.userAgent !== "Cloudflare-Workers";
 const idleControllers = [];
 const CONTROLLER_USES = 256;
 const uses = new WeakMap();
 
 function release(controller) {
+  if (!REUSE_CONTROLLERS) return;
   const used = (uses.get(controller) ?? 0) + 1;
   if (controller.signal.aborted || used >= CONTROLLER_USES || idleControllers.length >= 64) return;
   uses.set(controller, used);
