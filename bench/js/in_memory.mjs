@@ -1,0 +1,71 @@
+// Section 2: the in-memory decision from JavaScript. edgelimit without `redis` (its in-memory store)
+// beside rate-limiter-flexible's RateLimiterMemory: µs of CPU per `await limit()` / `await consume()`
+// with a limit never reached, on one key and on 100k keys visited in turn; then the memory each holds
+// after visiting many keys, measured in a fresh process per sample (memory_probe.mjs).
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { fileURLToPath } from "node:url";
+import { RateLimiterMemory } from "rate-limiter-flexible";
+import { Ratelimit } from "./libraries.mjs";
+import { alternate, cell, spread } from "./measure.mjs";
+
+/** A limit never reached, in windows of an hour (rate-limiter-flexible keeps a timer per key, which
+ * Node caps at 2^31 - 1 ms). */
+export const POINTS = 1_000_000_000;
+export const WINDOW_S = 3600;
+
+export const inMemoryLimiters = () => ({
+  edgelimit: new Ratelimit({ limiter: Ratelimit.fixedWindow(POINTS, `${WINDOW_S} s`), ephemeralCache: false }),
+  peer: new RateLimiterMemory({ points: POINTS, duration: WINDOW_S }),
+});
+
+/** Runs the section: decision rows (per key shape) and memory rows (per key count). */
+export async function inMemorySection({ cellMs, rounds, manyKeys, memoryKeys, memoryRounds, log }) {
+  const limiters = inMemoryLimiters();
+  const decide = {
+    edgelimit: async (key) => {
+      const answer = await limiters.edgelimit.limit(key);
+      if (!answer.success) throw new Error(`edgelimit in memory denied ${key}`);
+    },
+    // consume() rejects when the limit is reached.
+    peer: (key) => limiters.peer.consume(key),
+  };
+  const rows = [];
+  for (const [shape, count] of [["one key", 1], [`${manyKeys.toLocaleString("en")} keys in turn`, manyKeys]]) {
+    log(`in memory: ${shape}`);
+    const keys = Array.from({ length: count }, (_, i) => `user:${i}`);
+    const cells = {};
+    for (const lib of Object.keys(limiters)) {
+      let next = 0;
+      const run = () => {
+        next = next + 1 === count ? 0 : next + 1;
+        return decide[lib](keys[next]);
+      };
+      cells[lib] = async () => ({ cpuUs: (await cell(run, { callers: 1, ms: cellMs })).cpuUs });
+    }
+    await cells.edgelimit(); // warm-up; also fills both stores with every key
+    await cells.peer();
+    rows.push({ shape, ...(await alternate(rounds, cells)) });
+  }
+  const memory = [];
+  for (const keys of memoryKeys) {
+    log(`in memory: memory after ${keys.toLocaleString("en")} keys`);
+    const samples = { edgelimit: [], peer: [] };
+    for (let round = 0; round < memoryRounds; round++) {
+      for (const lib of Object.keys(samples)) samples[lib].push(await probe(lib, keys));
+    }
+    const summary = (list) =>
+      Object.fromEntries(Object.keys(list[0]).map((field) => [field, spread(list.map((s) => s[field]))]));
+    memory.push({ keys, edgelimit: summary(samples.edgelimit), peer: summary(samples.peer) });
+  }
+  return { rows, memory };
+}
+
+/** One memory sample of `lib` after `keys` keys, in a fresh `node --expose-gc` process. */
+async function probe(lib, keys) {
+  const script = fileURLToPath(new URL("./memory_probe.mjs", import.meta.url));
+  const { stdout } = await promisify(execFile)(process.execPath, ["--expose-gc", script, lib, String(keys)], {
+    timeout: 300_000,
+  });
+  return JSON.parse(stdout);
+}
