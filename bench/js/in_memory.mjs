@@ -12,6 +12,8 @@ import { alternate, cell, spread } from "./measure.mjs";
 /** A limit never reached, in windows of an hour (rate-limiter-flexible keeps a timer per key, which
  * Node caps at 2^31 - 1 ms). */
 export const POINTS = 1_000_000_000;
+/** The most keys edgelimit's in-memory store holds (index.d.ts: it evicts past 100,000). */
+export const EDGELIMIT_MAX_KEYS = 100_000;
 export const WINDOW_S = 3600;
 
 export const inMemoryLimiters = () => ({

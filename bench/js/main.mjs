@@ -38,7 +38,7 @@ const config = smoke
       cpu: { callers, cellMs: 300, rounds: 5 },
       inMemory: { cellMs: 300, rounds: 5, manyKeys: 100_000, memoryKeys: [100_000, 1_000_000], memoryRounds: 3 },
       e2e: { callers, cellMs: 2000, rounds: 3 },
-      coldStart: { samples: 5 },
+      coldStart: { samples: 9 },
     };
 
 const started = performance.now();

@@ -1,6 +1,7 @@
 // The report: every section's results as markdown (report.md) beside the same numbers as JSON
 // (report.json, written by main.mjs). Cells read "median (min–max)" over the rounds; a ratio is
 // edgelimit's median over the peer's (below 1: edgelimit uses less CPU, or is slower in throughput).
+import { EDGELIMIT_MAX_KEYS } from "./in_memory.mjs";
 
 /** A number with as many digits as its size deserves. */
 export function num(value) {
@@ -60,7 +61,7 @@ function inMemoryMarkdown({ rows, memory }) {
     mib(o.rss),
     mib(p.heapUsed),
     mib(p.rss),
-    `${num(o.wasm.median / keys)} B`,
+    `${num(o.wasm.median / Math.min(keys, EDGELIMIT_MAX_KEYS))} B`,
     `${num(p.heapUsed.median / keys)} B`,
     `**${ratioText(o.wasm, p.heapUsed)}**`,
   ]);
@@ -75,10 +76,10 @@ ${table(["keys", "edgelimit µs", "rate-limiter-flexible µs", "edgelimit / rate
 Memory after one decision on each of N keys, each sample in a fresh \`node --expose-gc\` process, after a full gc:
 edgelimit's growth of its WebAssembly memory (\`memory.buffer.byteLength\`, which never shrinks) and of the
 process's rss; rate-limiter-flexible's growth of \`heapUsed\` (a Map entry, a record and a timer per key) and
-of rss. edgelimit's in-memory store is bounded to 100,000 keys (it evicts past that), so at 1M keys it
-holds 100,000 of them; rate-limiter-flexible keeps every key until its window ends.
+of rss. edgelimit's in-memory store is bounded to ${EDGELIMIT_MAX_KEYS.toLocaleString("en")} keys (it evicts past that), so at 1M keys it
+holds ${EDGELIMIT_MAX_KEYS.toLocaleString("en")} of them; rate-limiter-flexible keeps every key until its window ends.
 
-${table(["keys", "edgelimit wasm memory", "edgelimit rss", "rate-limiter-flexible heapUsed", "rate-limiter-flexible rss", "edgelimit B/key (wasm)", "rate-limiter-flexible B/key (heap)", "wasm / heap"], memoryRows)}`;
+${table(["keys", "edgelimit wasm memory", "edgelimit rss", "rate-limiter-flexible heapUsed", "rate-limiter-flexible rss", "edgelimit B per key held (wasm)", "rate-limiter-flexible B per key held (heap)", "wasm / heap"], memoryRows)}`;
 }
 
 function e2eMarkdown({ rows }, { e2eCellMs: cellMs, gateway }) {
@@ -131,24 +132,29 @@ Ceiling: ${kib(size.ceiling)} gzipped. edgelimit's total, ${kib(size.total.gzipp
 }
 
 function coldStartMarkdown(cold) {
-  if (!cold) return "### Cold start in workerd\n\nSkipped.";
-  const row = (field, what) => [
-    what,
-    spreadText(cold.baseline[field]),
-    spreadText(cold.edgelimit[field]),
-    spreadText(cold.peer[field]),
-    `**${ratioText(cold.edgelimit[field], cold.peer[field])}**`,
-  ];
+  const fields = { importAndDecide: "import + first decision", whole: "whole start" };
+  const above = (lib, field) => cold[lib][field].median - cold.baseline[field].median;
+  const rows = Object.entries(fields).map(([field, what]) => {
+    const [ours, peer] = [above("edgelimit", field), above("peer", field)];
+    return [
+      what,
+      ...["baseline", "edgelimit", "peer"].map((name) => spreadText(cold[name][field])),
+      num(ours),
+      num(peer),
+      ours > 0 && peer > 0 ? `**${(ours / peer).toFixed(2)}×**` : "within noise",
+    ];
+  });
   return `### Cold start in workerd (miniflare), ms
 
-A new Miniflare instance per start, ${cold.baseline.whole.rounds} start(s) each, rounds alternating baseline, edgelimit, peer.
-edgelimit and the peer are shown minus the baseline of the same round (a Worker whose library imports nothing).
-"import + first decision" is timed between two calls the Worker makes to a Node service binding (workerd's clock
-stands still between I/O); it excludes compiling modules, which workerd does as the Worker loads (edgelimit's
-.wasm is a CompiledWasm module). "whole start" is \`new Miniflare()\` to the first response: it includes that
-compilation, and workerd's own start, which varies by more than the libraries cost.
+A new Miniflare instance per start, ${cold.baseline.whole.rounds} start(s) of each Worker, alternating baseline, edgelimit, peer.
+Each Worker imports its library dynamically on its first request and takes one decision; the baseline's
+"library" imports nothing. "import + first decision" is timed between two calls the Worker makes to a Node
+service binding (workerd's clock stands still between I/O), so it leaves out what workerd does as the Worker
+loads (parsing the modules, compiling edgelimit's CompiledWasm module). "whole start" is \`new Miniflare()\` to
+the first response: it includes that, and workerd's own start, which varies by more than the libraries cost.
+A library's cost is its median minus the baseline's.
 
-${table(["what", "baseline", "edgelimit − baseline", "peer − baseline", "edgelimit / peer"], [row("importAndDecide", "import + first decision"), row("whole", "whole start")])}`;
+${table(["what", "baseline", "edgelimit", "peer", "edgelimit − baseline", "peer − baseline", "edgelimit / peer"], rows)}`;
 }
 
 /** The whole report as markdown. */
