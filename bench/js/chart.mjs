@@ -42,18 +42,19 @@ function panel(x0, title, unit, series) {
   for (const c of callers) {
     parts.push(`<text x="${x(c)}" y="${MARGIN.top + plotH + 18}" text-anchor="middle">${c}</text>`);
   }
-  for (const [lib, points] of Object.entries(series)) {
+  Object.entries(series).forEach(([lib, points], i) => {
     const color = COLORS[lib];
+    const at = (c) => x(c) + (i - 0.5) * 6; // side by side, so that the min–max bars do not hide each other
     parts.push(
-      `<polyline fill="none" stroke="${color}" stroke-width="2" points="${points.map((p) => `${x(p.callers)},${y(p.median)}`).join(" ")}"/>`,
+      `<polyline fill="none" stroke="${color}" stroke-width="2" points="${points.map((p) => `${at(p.callers)},${y(p.median)}`).join(" ")}"/>`,
     );
     for (const p of points) {
       parts.push(
-        `<line x1="${x(p.callers)}" x2="${x(p.callers)}" y1="${y(p.min)}" y2="${y(p.max)}" stroke="${color}"/>`,
-        `<circle cx="${x(p.callers)}" cy="${y(p.median)}" r="3.5" fill="${color}"/>`,
+        `<line x1="${at(p.callers)}" x2="${at(p.callers)}" y1="${y(p.min)}" y2="${y(p.max)}" stroke="${color}"/>`,
+        `<circle cx="${at(p.callers)}" cy="${y(p.median)}" r="3.5" fill="${color}"/>`,
       );
     }
-  }
+  });
   return parts.join("\n");
 }
 

@@ -48,7 +48,7 @@ async function checkReplay({ limiter, table, expected }, what) {
  * (cpuUs, requests and bytes per decision); the fake's own cost per request; and per library the
  * recorded reply to one fixed-window decision.
  */
-export async function cpuSection({ url, token, callers, cellMs, rounds, log }) {
+export async function cpuSection({ url, token, callers, cellMs, warmupMs, rounds, log }) {
   const realFetch = globalThis.fetch;
   const rows = [];
   const fakeCost = {};
@@ -74,11 +74,11 @@ export async function cpuSection({ url, token, callers, cellMs, rounds, log }) {
       for (const [lib, subject] of Object.entries(subjects)) {
         const replay = subject.table.replay();
         const decide = (caller) => subject.limiter.limit(keys[caller]);
-        cells[lib] = async () => {
+        cells[lib] = async (ms = cellMs) => {
           globalThis.fetch = replay;
           subject.table.resetCounts();
           try {
-            const run = await cell(decide, { callers: count, ms: cellMs });
+            const run = await cell(decide, { callers: count, ms });
             const wrong = run.last.find((answer) => !same(answer, subject.expected));
             if (wrong) throw new Error(`${lib} ${name}: answered ${JSON.stringify(decision(wrong))} on replay`);
             return {
@@ -91,8 +91,9 @@ export async function cpuSection({ url, token, callers, cellMs, rounds, log }) {
           }
         };
       }
-      await cells.edgelimit(); // warm-up, not counted
-      if (cells.peer) await cells.peer();
+      // Warm-up, not counted: V8 takes about a second to settle its tiers (JavaScript and WebAssembly).
+      await cells.edgelimit(warmupMs);
+      if (cells.peer) await cells.peer(warmupMs);
       rows.push({ algorithm: name, callers: count, ...(await alternate(rounds, cells)) });
     }
     if (name === "fixed window") {

@@ -22,7 +22,7 @@ export const inMemoryLimiters = () => ({
 });
 
 /** Runs the section: decision rows (per key shape) and memory rows (per key count). */
-export async function inMemorySection({ cellMs, rounds, manyKeys, memoryKeys, memoryRounds, log }) {
+export async function inMemorySection({ cellMs, warmupMs, rounds, manyKeys, memoryKeys, memoryRounds, log }) {
   const limiters = inMemoryLimiters();
   const decide = {
     edgelimit: async (key) => {
@@ -43,10 +43,10 @@ export async function inMemorySection({ cellMs, rounds, manyKeys, memoryKeys, me
         next = next + 1 === count ? 0 : next + 1;
         return decide[lib](keys[next]);
       };
-      cells[lib] = async () => ({ cpuUs: (await cell(run, { callers: 1, ms: cellMs })).cpuUs });
+      cells[lib] = async (ms = cellMs) => ({ cpuUs: (await cell(run, { callers: 1, ms })).cpuUs });
     }
-    await cells.edgelimit(); // warm-up; also fills both stores with every key
-    await cells.peer();
+    await cells.edgelimit(warmupMs); // warm-up, not counted (V8's tiers; and both stores get every key)
+    await cells.peer(warmupMs);
     rows.push({ shape, ...(await alternate(rounds, cells)) });
   }
   const memory = [];

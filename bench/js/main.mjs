@@ -29,14 +29,14 @@ if (!globalThis.gc) throw new Error("run with node --expose-gc");
 const callers = [1, 4, 16, 64];
 const config = smoke
   ? {
-      cpu: { callers, cellMs: 5, rounds: 1 },
-      inMemory: { cellMs: 5, rounds: 1, manyKeys: 1000, memoryKeys: [1000], memoryRounds: 1 },
+      cpu: { callers, cellMs: 5, warmupMs: 5, rounds: 1 },
+      inMemory: { cellMs: 5, warmupMs: 5, rounds: 1, manyKeys: 1000, memoryKeys: [1000], memoryRounds: 1 },
       e2e: { callers, cellMs: 20, rounds: 1 },
       coldStart: { samples: 1 },
     }
   : {
-      cpu: { callers, cellMs: 300, rounds: 5 },
-      inMemory: { cellMs: 300, rounds: 5, manyKeys: 100_000, memoryKeys: [100_000, 1_000_000], memoryRounds: 3 },
+      cpu: { callers, cellMs: 300, warmupMs: 1000, rounds: 5 },
+      inMemory: { cellMs: 300, warmupMs: 1000, rounds: 5, manyKeys: 100_000, memoryKeys: [100_000, 1_000_000], memoryRounds: 3 },
       e2e: { callers, cellMs: 2000, rounds: 3 },
       coldStart: { samples: 9 },
     };

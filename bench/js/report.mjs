@@ -163,9 +163,9 @@ export function markdown({ meta, cpu, inMemory, e2e, native, size, coldStart }) 
 
 ${meta.mode} run of ${meta.date}: Node ${meta.node}, ${meta.cpus} × ${meta.cpuModel}; edgelimit ${meta.edgelimit} from pkg/
 (wasm ${meta.wasmBytes.toLocaleString("en")} B); peer ${meta.peerName}; rate-limiter-flexible ${meta.rateLimiterFlexible}.
-Rounds alternate edgelimit and the peer (${meta.rounds}); cells read "median (min–max)" over the rounds, after
-one warm-up cell each. Windows of the Redis-backed limiters: ${meta.window}. Took ${num(meta.seconds)} s.
-Chart: [cpu.svg](cpu.svg).
+Rounds alternate edgelimit and the peer (${meta.rounds}); cells read "median (min–max)" over the rounds,
+which follow a warm-up cell of each library (${num(meta.config.cpu.warmupMs / 1000)} s where CPU is measured). Windows of the
+Redis-backed limiters: ${meta.window}. Took ${num(meta.seconds)} s. Chart: [cpu.svg](cpu.svg).
 
 ${cpuMarkdown(cpu, meta.peerName)}
 
