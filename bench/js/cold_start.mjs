@@ -15,7 +15,7 @@ import * as esbuild from "esbuild";
 import { Miniflare } from "miniflare";
 import { LIMIT } from "./cpu.mjs";
 import { pkgDir, root, window } from "./libraries.mjs";
-import { spread } from "./measure.mjs";
+import { summarise } from "./measure.mjs";
 
 // The Worker's entry: it marks the start (after a first call that sets up the binding), imports the
 // library's module, decides, marks the end.
@@ -137,7 +137,8 @@ async function start(modules) {
 
 /**
  * Runs `samples` rounds of (baseline, edgelimit, peer) starts. `replies` holds, per library, the body
- * its fake fetch answers. Returns per Worker the summaries of `whole` and `importAndDecide`.
+ * its fake fetch answers. Returns per Worker the summaries of `whole` and `importAndDecide`, per
+ * library those minus the baseline's (`aboveBaseline`), and their `ratio` (null when within noise).
  */
 export async function coldStartSection({ samples, replies, log }) {
   const dir = mkdtempSync(join(tmpdir(), "edgelimit-bench-cold-"));
@@ -149,12 +150,18 @@ export async function coldStartSection({ samples, replies, log }) {
       log(`cold start: round ${round + 1} of ${samples}`);
       for (const name of Object.keys(times)) times[name].push(await start(modules[name]));
     }
-    return Object.fromEntries(
-      Object.entries(times).map(([name, list]) => [
-        name,
-        { whole: spread(list.map((s) => s.whole)), importAndDecide: spread(list.map((s) => s.importAndDecide)) },
-      ]),
+    const result = Object.fromEntries(Object.entries(times).map(([name, list]) => [name, summarise(list)]));
+    // A library's cost: its median minus the baseline's; a ratio only where both stand above the noise.
+    for (const lib of ["edgelimit", "peer"]) {
+      result[lib].aboveBaseline = Object.fromEntries(
+        Object.keys(result.baseline).map((field) => [field, result[lib][field].median - result.baseline[field].median]),
+      );
+    }
+    const [ours, peer] = [result.edgelimit.aboveBaseline, result.peer.aboveBaseline];
+    result.ratio = Object.fromEntries(
+      Object.keys(ours).map((field) => [field, ours[field] > 0 && peer[field] > 0 ? ours[field] / peer[field] : null]),
     );
+    return result;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -7,7 +7,7 @@ import { promisify } from "node:util";
 import { fileURLToPath } from "node:url";
 import { RateLimiterMemory } from "rate-limiter-flexible";
 import { Ratelimit } from "./libraries.mjs";
-import { alternate, cell, spread } from "./measure.mjs";
+import { alternate, cell, summarise } from "./measure.mjs";
 
 /** A limit never reached. */
 export const POINTS = 1_000_000_000;
@@ -56,9 +56,9 @@ export async function inMemorySection({ cellMs, warmupMs, rounds, manyKeys, memo
     for (let round = 0; round < memoryRounds; round++) {
       for (const lib of Object.keys(samples)) samples[lib].push(await probe(lib, keys));
     }
-    const summary = (list) =>
-      Object.fromEntries(Object.keys(list[0]).map((field) => [field, spread(list.map((s) => s[field]))]));
-    memory.push({ keys, edgelimit: summary(samples.edgelimit), peer: summary(samples.peer) });
+    const [ours, peer] = [summarise(samples.edgelimit), summarise(samples.peer)];
+    // What each library keeps: edgelimit in its WebAssembly memory, rate-limiter-flexible on the heap.
+    memory.push({ keys, edgelimit: ours, peer, ratio: { kept: ours.wasm.median / peer.heapUsed.median } });
   }
   return { rows, memory };
 }

@@ -48,29 +48,32 @@ function quantile(sorted, q) {
 }
 
 /** Median, min and max of a list of numbers. */
-export function spread(values) {
+function spread(values) {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
   const median = sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
   return { median, min: sorted[0], max: sorted.at(-1), rounds: sorted.length };
 }
 
+/** The spread of every field of a list of records of numbers. */
+export const summarise = (list) =>
+  Object.fromEntries(Object.keys(list[0]).map((field) => [field, spread(list.map((s) => s[field]))]));
+
+/** edgelimit's median over the peer's, for every field both have. */
+export const ratios = (ours, peer) =>
+  Object.fromEntries(Object.keys(ours).filter((f) => f in peer).map((f) => [f, ours[f].median / peer[f].median]));
+
 /**
  * Runs `rounds` rounds of `cells` (name -> async function returning a record of numbers), in the
- * given order within each round, and summarises every field of every cell across rounds.
+ * given order within each round, and summarises every field of every cell across rounds; with both an
+ * `edgelimit` and a `peer` cell, adds their `ratio`s.
  */
 export async function alternate(rounds, cells) {
   const samples = Object.fromEntries(Object.keys(cells).map((name) => [name, []]));
   for (let round = 0; round < rounds; round++) {
     for (const [name, run] of Object.entries(cells)) samples[name].push(await run());
   }
-  return Object.fromEntries(
-    Object.entries(samples).map(([name, list]) => [
-      name,
-      Object.fromEntries(Object.keys(list[0]).map((field) => [field, spread(list.map((s) => s[field]))])),
-    ]),
-  );
+  const result = Object.fromEntries(Object.entries(samples).map(([name, list]) => [name, summarise(list)]));
+  if (result.edgelimit && result.peer) result.ratio = ratios(result.edgelimit, result.peer);
+  return result;
 }
-
-/** ours / peer of the medians of one field. */
-export const ratio = (ours, peer, field) => ours[field].median / peer[field].median;

@@ -18,7 +18,10 @@ function run(command, args) {
   });
 }
 
-/** The markdown tables of `markdown` as { title (the heading above, if any), rows: [{ column: cell }] }. */
+/**
+ * The markdown tables of `markdown` as { title (the heading above, if any), rows: [{ column: cell }] },
+ * numeric cells as numbers.
+ */
 export function tables(markdown) {
   const found = [];
   let title = "";
@@ -32,7 +35,8 @@ export function tables(markdown) {
       table = { title, columns: cells, rows: [] };
       found.push(table);
     } else if (!cells.every((cell) => /^:?-+:?$/.test(cell))) {
-      table.rows.push(Object.fromEntries(table.columns.map((column, i) => [column, cells[i]])));
+      const value = (cell) => (/^-?\d+(\.\d+)?$/.test(cell) ? Number(cell) : cell);
+      table.rows.push(Object.fromEntries(table.columns.map((column, i) => [column, value(cells[i])])));
     }
   }
   return found.map(({ title, rows }) => ({ title, rows }));

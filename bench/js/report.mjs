@@ -11,7 +11,7 @@ export function num(value) {
 }
 
 const spreadText = ({ median, min, max, rounds }) => (rounds > 1 ? `${num(median)} (${num(min)}–${num(max)})` : num(median));
-const ratioText = (ours, peer) => `${(ours.median / peer.median).toFixed(2)}×`;
+const ratioText = (ratio) => `${ratio.toFixed(2)}×`;
 const kib = (bytes) => `${num(bytes / 1024)} KiB`;
 const mib = ({ median, min, max, rounds }) =>
   rounds > 1 ? `${num(median / 2 ** 20)} MiB (${num(min / 2 ** 20)}–${num(max / 2 ** 20)})` : `${num(median / 2 ** 20)} MiB`;
@@ -27,7 +27,7 @@ function cpuMarkdown({ rows, fakeCost }, peerName) {
       row.callers,
       spreadText(o.cpuUs),
       p ? spreadText(p.cpuUs) : "—",
-      p ? `**${ratioText(o.cpuUs, p.cpuUs)}**` : "—",
+      p ? `**${ratioText(row.ratio.cpuUs)}**` : "—",
       num(o.requests.median),
       p ? num(p.requests.median) : "—",
       num(o.bytes.median),
@@ -54,8 +54,8 @@ per single-command request, included above. It answers with a Response-like obje
 }
 
 function inMemoryMarkdown({ rows, memory }) {
-  const decisions = rows.map((row) => [row.shape, spreadText(row.edgelimit.cpuUs), spreadText(row.peer.cpuUs), `**${ratioText(row.edgelimit.cpuUs, row.peer.cpuUs)}**`]);
-  const memoryRows = memory.map(({ keys, edgelimit: o, peer: p }) => [
+  const decisions = rows.map((row) => [row.shape, spreadText(row.edgelimit.cpuUs), spreadText(row.peer.cpuUs), `**${ratioText(row.ratio.cpuUs)}**`]);
+  const memoryRows = memory.map(({ keys, edgelimit: o, peer: p, ratio }) => [
     keys.toLocaleString("en"),
     mib(o.wasm),
     mib(o.rss),
@@ -63,7 +63,7 @@ function inMemoryMarkdown({ rows, memory }) {
     mib(p.rss),
     `${num(o.wasm.median / Math.min(keys, EDGELIMIT_MAX_KEYS))} B`,
     `${num(p.heapUsed.median / keys)} B`,
-    `**${ratioText(o.wasm, p.heapUsed)}**`,
+    `**${ratioText(ratio.kept)}**`,
   ]);
   return `## 2. In-memory decision from JavaScript
 
@@ -83,16 +83,16 @@ ${table(["keys", "edgelimit wasm memory", "edgelimit rss", "rate-limiter-flexibl
 }
 
 function e2eMarkdown({ rows }, { e2eCellMs: cellMs, gateway }) {
-  const body = rows.map(({ callers, edgelimit: o, peer: p }) => [
+  const body = rows.map(({ callers, edgelimit: o, peer: p, ratio }) => [
     callers,
     spreadText(o.perSecond),
     spreadText(p.perSecond),
-    `**${ratioText(o.perSecond, p.perSecond)}**`,
+    `**${ratioText(ratio.perSecond)}**`,
     `${num(o.p50Ms.median)} / ${num(o.p99Ms.median)}`,
     `${num(p.p50Ms.median)} / ${num(p.p99Ms.median)}`,
     spreadText(o.cpuUs),
     spreadText(p.cpuUs),
-    ratioText(o.cpuUs, p.cpuUs),
+    ratioText(ratio.cpuUs),
   ]);
   return `## 3. End to end through the gateway
 
@@ -133,17 +133,13 @@ Ceiling: ${kib(size.ceiling)} gzipped. edgelimit's total, ${kib(size.total.gzipp
 
 function coldStartMarkdown(cold) {
   const fields = { importAndDecide: "import + first decision", whole: "whole start" };
-  const above = (lib, field) => cold[lib][field].median - cold.baseline[field].median;
-  const rows = Object.entries(fields).map(([field, what]) => {
-    const [ours, peer] = [above("edgelimit", field), above("peer", field)];
-    return [
-      what,
-      ...["baseline", "edgelimit", "peer"].map((name) => spreadText(cold[name][field])),
-      num(ours),
-      num(peer),
-      ours > 0 && peer > 0 ? `**${(ours / peer).toFixed(2)}×**` : "within noise",
-    ];
-  });
+  const rows = Object.entries(fields).map(([field, what]) => [
+    what,
+    ...["baseline", "edgelimit", "peer"].map((name) => spreadText(cold[name][field])),
+    num(cold.edgelimit.aboveBaseline[field]),
+    num(cold.peer.aboveBaseline[field]),
+    cold.ratio[field] === null ? "within noise" : `**${ratioText(cold.ratio[field])}**`,
+  ]);
   return `### Cold start in workerd (miniflare), ms
 
 A new Miniflare instance per start, ${cold.baseline.whole.rounds} start(s) of each Worker, alternating baseline, edgelimit, peer.
