@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: bootstrap lint build pkg test demo bench
+.PHONY: bootstrap lint build pkg test demo bench bench-smoke
 
 ## Install what is missing (wasm32 target, wasm-bindgen-cli, wasm-pack, redis-server, chromium, npm packages).
 bootstrap:
@@ -34,10 +34,13 @@ test: lint
 demo: bootstrap
 	bash scripts/with_gateway.sh cargo run -q --example demo
 
-## Benchmarks beside the peers, measured in the same run; tables in target/bench/.
-bench: bootstrap
-	cargo bench --bench memory_backend
-	mkdir -p target/bench && python3 scripts/criterion_table.py target/criterion | tee target/bench/memory_backend.md
-	bash bench/gateway/run.sh | tee target/bench/gateway.md
-	$(MAKE) --no-print-directory pkg
-	node bench/size/run.mjs | tee target/bench/size.md
+## Benchmarks beside the peers, measured in one run on a release gateway: target/bench/report.md (printed
+## at the end), report.json and cpu.svg. See bench/README.md.
+bench: pkg
+	gateway="$$(bash bench/gateway/build.sh)" && \
+	EDGELIMIT_GATEWAY_BIN="$$gateway" bash scripts/with_gateway.sh node --expose-gc bench/js/main.mjs
+
+## The benchmark code on tiny counts, checking that every section produces numbers (never timings);
+## report in target/bench/smoke/. Needs pkg/ (make pkg).
+bench-smoke:
+	BENCH_SMOKE=1 bash scripts/with_gateway.sh node --expose-gc bench/js/main.mjs >/dev/null

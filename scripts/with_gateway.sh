@@ -10,7 +10,9 @@
 #   EDGELIMIT_TEST_CLOSED_URL     a loopback port nobody listens on
 #   EDGELIMIT_TEST_BLACKHOLE_URL  the black hole
 #   EDGELIMIT_GATEWAY_BIN         the gateway binary, for tests that run their own
-# Everything started here is stopped on exit; the exit status is the command's.
+# Everything started here is stopped on exit; the exit status is the command's. With
+# EDGELIMIT_GATEWAY_BIN already set (make bench: a release build), that gateway runs instead of a debug
+# build of the workspace's.
 set -euo pipefail
 
 if [[ $# -eq 0 ]]; then
@@ -71,9 +73,13 @@ for s in socks:
 EOF
 )
 
-say "building the gateway"
-cargo build -q -p edgelimit-gateway
-gateway_bin="$target_dir/debug/edgelimit-gateway"
+if [[ -n "${EDGELIMIT_GATEWAY_BIN:-}" ]]; then
+    gateway_bin="$EDGELIMIT_GATEWAY_BIN"
+else
+    say "building the gateway"
+    cargo build -q -p edgelimit-gateway
+    gateway_bin="$target_dir/debug/edgelimit-gateway"
+fi
 
 redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
     --dir "$workdir" >"$workdir/redis.log" 2>&1 &

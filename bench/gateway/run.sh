@@ -7,8 +7,6 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-MANIFEST="${CARGO_MANIFEST:-$ROOT/gateway/Cargo.toml}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target/gw}"
 CELL="${SECONDS_PER_CELL:-3}"
 TOKEN="bench-token"
 
@@ -16,13 +14,8 @@ for tool in redis-server redis-benchmark redis-cli cargo; do
   command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install redis-server)" >&2; exit 1; }
 done
 
-# The workspace release profile optimises for size (wasm); benchmark with speed settings.
-export CARGO_PROFILE_RELEASE_OPT_LEVEL=3 CARGO_PROFILE_RELEASE_LTO=false \
-  CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_PANIC=unwind
-cargo build --quiet --release --manifest-path "$MANIFEST" -p edgelimit-gateway \
-  --bin edgelimit-gateway --example load
-GATEWAY="$CARGO_TARGET_DIR/release/edgelimit-gateway"
-LOAD="$CARGO_TARGET_DIR/release/examples/load"
+GATEWAY="$(bash "$ROOT/bench/gateway/build.sh")"
+LOAD="$(dirname "$GATEWAY")/examples/load"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 RPORT=$(free_port)

@@ -1,0 +1,102 @@
+// `make bench`: every section in one run, then target/bench/report.md, report.json and cpu.svg, and the
+// markdown on stdout (progress goes to stderr). Run under scripts/with_gateway.sh, which provides the
+// gateway and redis-server, with --expose-gc:
+//
+//   bash scripts/with_gateway.sh node --expose-gc bench/js/main.mjs
+//
+// BENCH_SMOKE=1: tiny cells and one round, the slow native section skipped, the files written to
+// target/bench/smoke/, so that `make test` keeps this code working. Nothing here asserts a timing; a run fails only when a section produced no numbers
+// or a library decided wrongly (a broken fake fetch, a refused request).
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpus } from "node:os";
+import { performance } from "node:perf_hooks";
+import { chart } from "./chart.mjs";
+import { coldStartSection } from "./cold_start.mjs";
+import { cpuSection } from "./cpu.mjs";
+import { e2eSection } from "./e2e.mjs";
+import { inMemorySection } from "./in_memory.mjs";
+import { pkgDir, peerName, root, version, window } from "./libraries.mjs";
+import { nativeSection } from "./native.mjs";
+import { markdown } from "./report.mjs";
+import { sizeSection } from "./size.mjs";
+
+const smoke = process.env.BENCH_SMOKE === "1";
+const url = process.env.EDGELIMIT_TEST_URL;
+const token = process.env.EDGELIMIT_TEST_TOKEN;
+if (!url || !token) throw new Error("run under scripts/with_gateway.sh (EDGELIMIT_TEST_URL is not set)");
+if (!globalThis.gc) throw new Error("run with node --expose-gc");
+
+const callers = [1, 4, 16, 64];
+const config = smoke
+  ? {
+      cpu: { callers, cellMs: 5, warmupMs: 5, rounds: 1 },
+      inMemory: { cellMs: 5, warmupMs: 5, rounds: 1, manyKeys: 1000, memoryKeys: [1000], memoryRounds: 1 },
+      e2e: { callers, cellMs: 20, rounds: 1 },
+      coldStart: { samples: 1 },
+    }
+  : {
+      cpu: { callers, cellMs: 300, warmupMs: 1000, rounds: 5 },
+      inMemory: { cellMs: 300, warmupMs: 1000, rounds: 5, manyKeys: 100_000, memoryKeys: [100_000, 1_000_000], memoryRounds: 3 },
+      e2e: { callers, cellMs: 2000, rounds: 3 },
+      coldStart: { samples: 9 },
+    };
+
+const started = performance.now();
+const log = (line) => console.error(`bench: ${line}`);
+
+const cpu = await cpuSection({ url, token, ...config.cpu, log });
+const inMemory = await inMemorySection({ ...config.inMemory, log });
+const e2e = await e2eSection({ url, token, ...config.e2e, log });
+const native = smoke ? null : await nativeSection({ log });
+const size = await sizeSection();
+const coldStart = await coldStartSection({ ...config.coldStart, replies: cpu.replies, log });
+
+const results = {
+  meta: {
+    mode: smoke ? "Smoke" : "Full",
+    date: new Date().toISOString(),
+    node: process.versions.node,
+    cpus: cpus().length,
+    cpuModel: cpus()[0].model.trim(),
+    edgelimit: JSON.parse(readFileSync(`${pkgDir}package.json`, "utf8")).version,
+    wasmBytes: readFileSync(`${pkgDir}edgelimit_bg.wasm`).length,
+    peerName,
+    rateLimiterFlexible: version("rate-limiter-flexible"),
+    window,
+    rounds: `CPU ${config.cpu.rounds}, in-memory ${config.inMemory.rounds} (memory ${config.inMemory.memoryRounds}), end to end ${config.e2e.rounds}, cold start ${config.coldStart.samples}`,
+    e2eCellMs: config.e2e.cellMs,
+    gateway: /\/release\//.test(process.env.EDGELIMIT_GATEWAY_BIN) ? "release" : "debug",
+    seconds: (performance.now() - started) / 1000,
+    config,
+  },
+  cpu,
+  inMemory,
+  e2e,
+  native,
+  size,
+  coldStart,
+};
+checkNumbers(results);
+for (const row of cpu.rows) {
+  for (const lib of ["edgelimit", "peer"]) {
+    if (row[lib] && !(row[lib].requests.median > 0)) throw new Error(`${lib} ${row.algorithm}: no request reached the fake`);
+  }
+}
+
+const out = `${root}target/bench/${smoke ? "smoke/" : ""}`;
+mkdirSync(out, { recursive: true });
+const report = markdown(results);
+writeFileSync(`${out}report.md`, report);
+writeFileSync(`${out}report.json`, `${JSON.stringify(results, null, 2)}\n`);
+writeFileSync(`${out}cpu.svg`, chart({ cpuRows: cpu.rows, e2eRows: e2e.rows, peerName }));
+log(`wrote ${out}report.md, report.json and cpu.svg`);
+console.log(report);
+
+/** Fails unless every section produced numbers: no NaN, no infinity, no empty table. */
+function checkNumbers(value, path = "results") {
+  if (typeof value === "number" && !Number.isFinite(value)) throw new Error(`${path} is ${value}`);
+  if (Array.isArray(value) && value.length === 0) throw new Error(`${path} is empty`);
+  if (value && typeof value === "object") {
+    for (const [key, inner] of Object.entries(value)) checkNumbers(inner, `${path}.${key}`);
+  }
+}

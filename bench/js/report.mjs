@@ -1,0 +1,178 @@
+// The report: every section's results as markdown (report.md) beside the same numbers as JSON
+// (report.json, written by main.mjs). Cells read "median (min–max)" over the rounds; a ratio is
+// edgelimit's median over the peer's (below 1: edgelimit uses less CPU, or is slower in throughput).
+import { EDGELIMIT_MAX_KEYS } from "./in_memory.mjs";
+
+/** A number with as many digits as its size deserves. */
+export function num(value) {
+  const abs = Math.abs(value);
+  const digits = abs >= 100 ? 0 : abs >= 10 ? 1 : abs >= 1 ? 2 : 3;
+  return value.toLocaleString("en", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+
+const spreadText = ({ median, min, max, rounds }) => (rounds > 1 ? `${num(median)} (${num(min)}–${num(max)})` : num(median));
+const ratioText = (ratio) => `${ratio.toFixed(2)}×`;
+const kib = (bytes) => `${num(bytes / 1024)} KiB`;
+const mib = ({ median, min, max, rounds }) =>
+  rounds > 1 ? `${num(median / 2 ** 20)} MiB (${num(min / 2 ** 20)}–${num(max / 2 ** 20)})` : `${num(median / 2 ** 20)} MiB`;
+
+const table = (header, rows) =>
+  [`| ${header.join(" | ")} |`, `|${header.map((_, i) => (i ? "---:" : "---")).join("|")}|`, ...rows.map((r) => `| ${r.join(" | ")} |`)].join("\n");
+
+function cpuMarkdown({ rows, fakeCost }, peerName) {
+  const body = rows.map((row) => {
+    const { edgelimit: o, peer: p } = row;
+    return [
+      row.algorithm,
+      row.callers,
+      spreadText(o.cpuUs),
+      p ? spreadText(p.cpuUs) : "—",
+      p ? `**${ratioText(row.ratio.cpuUs)}**` : "—",
+      num(o.requests.median),
+      p ? num(p.requests.median) : "—",
+      num(o.bytes.median),
+      p ? num(p.bytes.median) : "—",
+    ];
+  });
+  return `## 1. CPU per \`limit()\`, network removed
+
+\`globalThis.fetch\` is replaced by an in-process fake answering each library's real requests with the
+replies the real gateway and redis-server gave them at the start of the run (see bench/README.md). CPU is
+\`process.cpuUsage()\` (user + system) per decision. Peer: ${peerName}. Both: \`ephemeralCache: false\`,
+default timeout; the peer: \`analytics: false\`, \`enableTelemetry: false\`. A ratio below 1× means edgelimit
+costs less CPU. GCRA has no peer.
+
+${table(
+  ["algorithm", "callers", "edgelimit µs", "peer µs", "edgelimit / peer", "edgelimit req/decision", "peer req/decision", "edgelimit body B/decision", "peer body B/decision"],
+  body,
+)}
+
+The fake itself costs ${num(fakeCost.edgelimit)} µs (edgelimit's request) and ${num(fakeCost.peer)} µs (the peer's) of CPU
+per single-command request, included above. It answers with a Response-like object
+(\`{ status, ok, headers, text(), json(), arrayBuffer() }\`) rather than \`new Response()\`: undici's
+\`Response\` plus \`text()\` alone costs about 20 µs in Node 20 and would drown both libraries.`;
+}
+
+function inMemoryMarkdown({ rows, memory }) {
+  const decisions = rows.map((row) => [row.shape, spreadText(row.edgelimit.cpuUs), spreadText(row.peer.cpuUs), `**${ratioText(row.ratio.cpuUs)}**`]);
+  const memoryRows = memory.map(({ keys, edgelimit: o, peer: p, ratio }) => [
+    keys.toLocaleString("en"),
+    mib(o.wasm),
+    mib(o.rss),
+    mib(p.heapUsed),
+    mib(p.rss),
+    `${num(o.wasm.median / Math.min(keys, EDGELIMIT_MAX_KEYS))} B`,
+    `${num(p.heapUsed.median / keys)} B`,
+    `**${ratioText(ratio.kept)}**`,
+  ]);
+  return `## 2. In-memory decision from JavaScript
+
+edgelimit \`new Ratelimit({ limiter: Ratelimit.fixedWindow(1e9, "3600 s"), ephemeralCache: false })\` (no \`redis\`:
+the in-memory store) beside rate-limiter-flexible's \`new RateLimiterMemory({ points: 1e9, duration: 3600 })\`:
+µs of CPU per \`await limit(key)\` / \`await consume(key)\`, one caller, a limit never reached.
+
+${table(["keys", "edgelimit µs", "rate-limiter-flexible µs", "edgelimit / rate-limiter-flexible"], decisions)}
+
+Memory after one decision on each of N keys, each sample in a fresh \`node --expose-gc\` process, after a full gc:
+edgelimit's growth of its WebAssembly memory (\`memory.buffer.byteLength\`, which never shrinks) and of the
+process's rss; rate-limiter-flexible's growth of \`heapUsed\` (a Map entry, a record and a timer per key) and
+of rss. edgelimit's in-memory store is bounded to ${EDGELIMIT_MAX_KEYS.toLocaleString("en")} keys (it evicts past that), so at 1M keys it
+holds ${EDGELIMIT_MAX_KEYS.toLocaleString("en")} of them; rate-limiter-flexible keeps every key until its window ends.
+
+${table(["keys", "edgelimit wasm memory", "edgelimit rss", "rate-limiter-flexible heapUsed", "rate-limiter-flexible rss", "edgelimit B per key held (wasm)", "rate-limiter-flexible B per key held (heap)", "wasm / heap"], memoryRows)}`;
+}
+
+function e2eMarkdown({ rows }, { e2eCellMs: cellMs, gateway }) {
+  const body = rows.map(({ callers, edgelimit: o, peer: p, ratio }) => [
+    callers,
+    spreadText(o.perSecond),
+    spreadText(p.perSecond),
+    `**${ratioText(ratio.perSecond)}**`,
+    `${num(o.p50Ms.median)} / ${num(o.p99Ms.median)}`,
+    `${num(p.p50Ms.median)} / ${num(p.p99Ms.median)}`,
+    spreadText(o.cpuUs),
+    spreadText(p.cpuUs),
+    ratioText(ratio.cpuUs),
+  ]);
+  return `## 3. End to end through the gateway
+
+A real redis-server and the ${gateway} build of \`edgelimit-gateway\` on loopback, fixed window, a limit never reached,
+each caller on a key of its own, each cell ${num(cellMs / 1000)} s. The client (Node), the gateway and Redis share the
+machine's cores, so this measures the whole loop, not the library alone. Throughput ratio above 1× means
+edgelimit decides more per second; latency is per \`await limit()\`.
+
+${table(
+  ["callers", "edgelimit decisions/s", "peer decisions/s", "edgelimit / peer", "edgelimit p50 / p99 ms", "peer p50 / p99 ms", "edgelimit client CPU µs", "peer client CPU µs", "CPU edgelimit / peer"],
+  body,
+)}`;
+}
+
+function nativeMarkdown(native) {
+  if (!native) return "## 4. Native: governor and raw redis-benchmark\n\nSkipped in smoke mode.";
+  return `## 4. Native: governor and raw redis-benchmark
+
+### MemoryBackend beside governor (\`cargo bench --bench memory_backend\`, criterion, ns per decision)
+${native.criterion.markdown.replace(/^### /gm, "#### ")}
+
+### The gateway beside raw redis-benchmark, same EVALSHA script (\`bench/gateway/run.sh\`)
+
+${native.gateway.markdown}`;
+}
+
+function sizeMarkdown(size) {
+  const row = ({ what, bytes, gzipped }) => [what, bytes.toLocaleString("en"), gzipped.toLocaleString("en"), `${(gzipped / size.peer.gzipped).toFixed(2)}×`];
+  const under = size.total.gzipped <= size.ceiling;
+  return `## 5. Package size and cold start
+
+### Size (gzip level 9)
+
+${table(["what", "bytes", "gzipped", "× peer"], [row(size.peer), ...size.parts.map(row), row({ ...size.total, what: "**edgelimit total**" })])}
+
+Ceiling: ${kib(size.ceiling)} gzipped. edgelimit's total, ${kib(size.total.gzipped)}, is **${under ? "under" : "OVER"}** it.`;
+}
+
+function coldStartMarkdown(cold) {
+  const fields = { importAndDecide: "import + first decision", whole: "whole start" };
+  const rows = Object.entries(fields).map(([field, what]) => [
+    what,
+    ...["baseline", "edgelimit", "peer"].map((name) => spreadText(cold[name][field])),
+    num(cold.edgelimit.aboveBaseline[field]),
+    num(cold.peer.aboveBaseline[field]),
+    cold.ratio[field] === null ? "within noise" : `**${ratioText(cold.ratio[field])}**`,
+  ]);
+  return `### Cold start in workerd (miniflare), ms
+
+A new Miniflare instance per start, ${cold.baseline.whole.rounds} start(s) of each Worker, alternating baseline, edgelimit, peer.
+Each Worker imports its library dynamically on its first request and takes one decision; the baseline's
+"library" imports nothing. "import + first decision" is timed between two calls the Worker makes to a Node
+service binding (workerd's clock stands still between I/O), so it leaves out what workerd does as the Worker
+loads (parsing the modules, compiling edgelimit's CompiledWasm module). "whole start" is \`new Miniflare()\` to
+the first response: it includes that, and workerd's own start, which varies by more than the libraries cost.
+A library's cost is its median minus the baseline's.
+
+${table(["what", "baseline", "edgelimit", "peer", "edgelimit − baseline", "peer − baseline", "edgelimit / peer"], rows)}`;
+}
+
+/** The whole report as markdown. */
+export function markdown({ meta, cpu, inMemory, e2e, native, size, coldStart }) {
+  return `# edgelimit benchmarks
+
+${meta.mode} run of ${meta.date}: Node ${meta.node}, ${meta.cpus} × ${meta.cpuModel}; edgelimit ${meta.edgelimit} from pkg/
+(wasm ${meta.wasmBytes.toLocaleString("en")} B); peer ${meta.peerName}; rate-limiter-flexible ${meta.rateLimiterFlexible}.
+Rounds alternate edgelimit and the peer (${meta.rounds}); cells read "median (min–max)" over the rounds,
+which follow a warm-up cell of each library (${num(meta.config.cpu.warmupMs / 1000)} s where CPU is measured). Windows of the
+Redis-backed limiters: ${meta.window}. Took ${num(meta.seconds)} s. Chart: [cpu.svg](cpu.svg).
+
+${cpuMarkdown(cpu, meta.peerName)}
+
+${inMemoryMarkdown(inMemory)}
+
+${e2eMarkdown(e2e, meta)}
+
+${nativeMarkdown(native)}
+
+${sizeMarkdown(size)}
+
+${coldStartMarkdown(coldStart)}
+`;
+}
