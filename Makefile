@@ -29,6 +29,7 @@ test: lint
 	bash scripts/with_gateway.sh wasm-pack test --headless --chrome
 	$(MAKE) --no-print-directory pkg
 	bash scripts/with_gateway.sh node --test tests/js/
+	$(MAKE) --no-print-directory bench-smoke
 
 ## Every algorithm on the in-memory backend and on Redis through the gateway, decision by decision.
 demo: bootstrap

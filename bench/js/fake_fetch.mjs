@@ -24,6 +24,10 @@ function commandsOf(body) {
   return Array.isArray(parsed[0]) ? { pipeline: true, commands: parsed } : { pipeline: false, commands: [parsed] };
 }
 
+/** The UTF-8 bytes of each reply body answered, so that `arrayBuffer()` costs a copy, as `text()` costs nothing. */
+const encoded = new Map();
+const encoder = new TextEncoder();
+
 function responseLike(body) {
   return {
     status: 200,
@@ -31,7 +35,11 @@ function responseLike(body) {
     headers: new Headers(),
     text: async () => body,
     json: async () => JSON.parse(body),
-    arrayBuffer: async () => new TextEncoder().encode(body).buffer,
+    arrayBuffer: async () => {
+      let bytes = encoded.get(body);
+      if (bytes === undefined) encoded.set(body, (bytes = encoder.encode(body)));
+      return bytes.slice().buffer;
+    },
   };
 }
 
