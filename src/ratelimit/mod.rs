@@ -247,7 +247,11 @@ impl Ratelimit {
     ) -> Result<(Response, Option<Pending>)> {
         let key = self.key(identifier)?;
         let cost = self.cost(rate)?;
-        let now_micros = self.clock.now_micros();
+        // The clock is read only for the local caches (each read is a call into JavaScript on wasm),
+        // or below, for an answer of the fail mode.
+        let cached_now =
+            (self.local_counts.is_some() || self.cache.is_some()).then(|| self.clock.now_micros());
+        let now_micros = cached_now.unwrap_or_default();
         let now_ms = now_micros / 1_000;
 
         if let Some(answer) = self.local_answer(&key, cost, now_micros) {
@@ -291,7 +295,10 @@ impl Ratelimit {
                 Ok((response(decision), None))
             }
             Err(error) if error.is_invalid_input() => Err(error),
-            Err(error) => Ok((self.fail_mode_response(&error, now_ms), None)),
+            Err(error) => {
+                let now_micros = cached_now.unwrap_or_else(|| self.clock.now_micros());
+                Ok((self.fail_mode_response(&error, now_micros / 1_000), None))
+            }
         }
     }
 
@@ -462,7 +469,11 @@ impl Ratelimit {
                 reason: "must not be empty",
             });
         }
-        Ok([self.prefix.as_str(), ":", identifier].concat())
+        let mut key = String::with_capacity(self.prefix.len() + 1 + identifier.len());
+        key.push_str(&self.prefix);
+        key.push(':');
+        key.push_str(identifier);
+        Ok(key)
     }
 
     /// `rate` checked once, as the cost every step after takes: at most 2^53 - 1 in size, and what

@@ -161,7 +161,7 @@ impl JsRatelimit {
     /// Bad input rejects the Promise with a `TypeError` or `RangeError`.
     pub fn limit(&self, identifier: JsValue, options: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.limit";
-        let call = identifier_arg(CONTEXT, &identifier).and_then(|identifier| {
+        let arguments = identifier_arg(CONTEXT, &identifier).and_then(|identifier| {
             let rate = if options.is_undefined() {
                 JsValue::UNDEFINED
             } else if options.is_object() {
@@ -179,9 +179,32 @@ impl JsRatelimit {
             } else {
                 options::number(CONTEXT, "rate", "must be a number", &rate)?
             };
-            Ok(Call::Limit(identifier, rate))
+            Ok((identifier, rate))
         });
-        self.run(CONTEXT, call)
+        let limiter = Rc::clone(&self.inner);
+        promise(Box::pin(async move {
+            let (identifier, rate) = arguments?;
+            let (response, pending) = limiter
+                .limit_with_pending(&identifier, rate)
+                .await
+                .map_err(|error| match error {
+                    crate::Error::InvalidCost { reason, .. } => {
+                        range_error(CONTEXT, "rate", reason, &rate.into())
+                    }
+                    other => to_js_error(CONTEXT, &other),
+                })?;
+            // The write of a locally answered request runs now, whether or not anyone awaits it;
+            // `pending` settles (never rejects) when it is done.
+            let pending = match pending {
+                Some(work) => promise(Box::pin(async move {
+                    work.await;
+                    Ok(JsValue::UNDEFINED)
+                }))
+                .into(),
+                None => JsValue::UNDEFINED,
+            };
+            Ok(response_object(&response, &pending))
+        }))
     }
 
     /// `blockUntilReady(identifier, timeout)`: calls `limit` until admitted or `timeout` ms have passed,
@@ -189,7 +212,7 @@ impl JsRatelimit {
     #[wasm_bindgen(js_name = blockUntilReady)]
     pub fn block_until_ready(&self, identifier: JsValue, timeout: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.blockUntilReady";
-        let call = identifier_arg(CONTEXT, &identifier).and_then(|identifier| {
+        let arguments = identifier_arg(CONTEXT, &identifier).and_then(|identifier| {
             let millis = options::milliseconds(
                 CONTEXT,
                 "timeout",
@@ -198,9 +221,17 @@ impl JsRatelimit {
                 "must be a positive number of milliseconds up to 2^31 - 1",
             )?;
             let timeout = Duration::from_micros((millis * 1_000.0) as u64);
-            Ok(Call::BlockUntilReady(identifier, timeout))
+            Ok((identifier, timeout))
         });
-        self.run(CONTEXT, call)
+        let limiter = Rc::clone(&self.inner);
+        promise(Box::pin(async move {
+            let (identifier, timeout) = arguments?;
+            let response = limiter
+                .block_until_ready(&identifier, 1.0, timeout, sleep)
+                .await
+                .map_err(|error| to_js_error(CONTEXT, &error))?;
+            Ok(response_object(&response, &JsValue::UNDEFINED))
+        }))
     }
 
     /// `setDynamicLimit({ limit })`: stores `limit` (a whole number) as the limit of every identifier
@@ -223,33 +254,62 @@ impl JsRatelimit {
                     ))
                 }
             });
-        self.run(CONTEXT, limit.map(Call::SetDynamicLimit))
+        let limiter = Rc::clone(&self.inner);
+        promise(Box::pin(async move {
+            limiter
+                .set_dynamic_limit(limit?)
+                .await
+                .map_err(|error| to_js_error(CONTEXT, &error))?;
+            Ok(JsValue::UNDEFINED)
+        }))
     }
 
     /// `getDynamicLimit()`: a Promise of `{ dynamicLimit }`, the stored limit or `null`.
     #[wasm_bindgen(js_name = getDynamicLimit)]
     pub fn get_dynamic_limit(&self) -> Promise {
-        self.run("Ratelimit.getDynamicLimit", Ok(Call::GetDynamicLimit))
+        let limiter = Rc::clone(&self.inner);
+        promise(Box::pin(async move {
+            let limit = limiter
+                .dynamic_limit()
+                .await
+                .map_err(|error| to_js_error("Ratelimit.getDynamicLimit", &error))?;
+            let value = limit.map_or(JsValue::NULL, |limit| (limit as f64).into());
+            Ok(object(&[("dynamicLimit", value)]))
+        }))
     }
 
     /// `getRemaining(identifier)`: a Promise of `{ remaining, reset, limit }`.
     #[wasm_bindgen(js_name = getRemaining)]
     pub fn get_remaining(&self, identifier: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.getRemaining";
-        self.run(
-            CONTEXT,
-            identifier_arg(CONTEXT, &identifier).map(Call::GetRemaining),
-        )
+        let identifier = identifier_arg(CONTEXT, &identifier);
+        let limiter = Rc::clone(&self.inner);
+        promise(Box::pin(async move {
+            let remaining = limiter
+                .get_remaining(&identifier?)
+                .await
+                .map_err(|error| to_js_error(CONTEXT, &error))?;
+            Ok(sys::remaining_response(
+                remaining.remaining,
+                remaining.reset as f64,
+                remaining.limit as f64,
+            ))
+        }))
     }
 
     /// `resetUsedTokens(identifier)`: a Promise that settles once the identifier's state is gone.
     #[wasm_bindgen(js_name = resetUsedTokens)]
     pub fn reset_used_tokens(&self, identifier: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.resetUsedTokens";
-        self.run(
-            CONTEXT,
-            identifier_arg(CONTEXT, &identifier).map(Call::ResetUsedTokens),
-        )
+        let identifier = identifier_arg(CONTEXT, &identifier);
+        let limiter = Rc::clone(&self.inner);
+        promise(Box::pin(async move {
+            limiter
+                .reset_used_tokens(&identifier?)
+                .await
+                .map_err(|error| to_js_error(CONTEXT, &error))?;
+            Ok(JsValue::UNDEFINED)
+        }))
     }
 }
 
@@ -324,87 +384,6 @@ impl JsRatelimit {
             [limit, period, burst],
         )
     }
-}
-
-impl JsRatelimit {
-    /// A Promise of `call` (or of its argument error, rejected), its failure an error of `context`.
-    fn run(&self, context: &'static str, call: JsResult<Call>) -> Promise {
-        promise(Box::pin(run(Rc::clone(&self.inner), context, call)))
-    }
-}
-
-/// What an async method does, its arguments checked.
-enum Call {
-    Limit(String, f64),
-    BlockUntilReady(String, Duration),
-    SetDynamicLimit(Option<u64>),
-    GetDynamicLimit,
-    GetRemaining(String),
-    ResetUsedTokens(String),
-}
-
-/// The work of every async method, in one future type: one state machine, not six.
-async fn run(
-    limiter: Rc<Ratelimit>,
-    context: &'static str,
-    call: JsResult<Call>,
-) -> JsResult<JsValue> {
-    let failed = |error: crate::Error| to_js_error(context, &error);
-    Ok(match call? {
-        Call::Limit(identifier, rate) => {
-            let (response, pending) = limiter
-                .limit_with_pending(&identifier, rate)
-                .await
-                .map_err(|error| match error {
-                    crate::Error::InvalidCost { reason, .. } => {
-                        range_error(context, "rate", reason, &rate.into())
-                    }
-                    other => failed(other),
-                })?;
-            // The write of a locally answered request runs now, whether or not anyone awaits it;
-            // `pending` settles (never rejects) when it is done.
-            let pending = match pending {
-                Some(work) => promise(Box::pin(async move {
-                    work.await;
-                    Ok(JsValue::UNDEFINED)
-                }))
-                .into(),
-                None => JsValue::UNDEFINED,
-            };
-            response_object(&response, &pending)
-        }
-        Call::BlockUntilReady(identifier, timeout) => {
-            let response = limiter
-                .block_until_ready(&identifier, 1.0, timeout, sleep)
-                .await
-                .map_err(failed)?;
-            response_object(&response, &JsValue::UNDEFINED)
-        }
-        Call::SetDynamicLimit(limit) => {
-            limiter.set_dynamic_limit(limit).await.map_err(failed)?;
-            JsValue::UNDEFINED
-        }
-        Call::GetDynamicLimit => {
-            let limit = limiter.dynamic_limit().await.map_err(failed)?;
-            let value = limit.map_or(JsValue::NULL, |limit| (limit as f64).into());
-            object(&[("dynamicLimit", value)])
-        }
-        Call::GetRemaining(identifier) => {
-            let remaining = limiter.get_remaining(&identifier).await.map_err(failed)?;
-            sys::remaining_response(
-                remaining.remaining,
-                remaining.reset as f64,
-                remaining.limit as f64,
-            )
-        }
-        Call::ResetUsedTokens(identifier) => {
-            limiter
-                .reset_used_tokens(&identifier)
-                .await
-                .map_err(failed)?;
-            JsValue::UNDEFINED
-        }
-    })
 }
 
 /// The identifier argument: a non-empty string.
