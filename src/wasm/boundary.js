@@ -33,25 +33,26 @@ const KEEPALIVE_MAX_BODY = 64 * 1024;
  */
 export function post(fetch, url, headers, body, timeout, id, deliver) {
   const init = { method: "POST", headers, body, keepalive: body.length < KEEPALIVE_MAX_BODY };
-  let reply;
-  if (timeout > 0) {
-    const controller = (REUSE_CONTROLLERS && idleControllers.pop()) || new AbortController();
-    init.signal = controller.signal;
-    let timer;
-    const expired = new Promise((_, reject) => {
-      timer = setTimeout(() => {
-        reject(["timeout"]);
-        controller.abort();
-      }, timeout);
-    });
-    reply = Promise.race([send(fetch, url, init), expired]).finally(() => {
-      clearTimeout(timer);
-      release(controller);
-    });
-  } else {
-    reply = send(fetch, url, init);
+  if (!(timeout > 0)) {
+    send(fetch, url, init).then((value) => deliver(id, true, value), (failure) => deliver(id, false, failure));
+    return;
   }
-  reply.then((value) => deliver(id, true, value), (failure) => deliver(id, false, failure));
+  const controller = (REUSE_CONTROLLERS && idleControllers.pop()) || new AbortController();
+  init.signal = controller.signal;
+  // The first of the reply and the timer is delivered; the other is dropped.
+  let done = false;
+  const finish = (ok, value) => {
+    if (done) return;
+    done = true;
+    clearTimeout(timer);
+    release(controller);
+    deliver(id, ok, value);
+  };
+  const timer = setTimeout(() => {
+    controller.abort();
+    finish(false, ["timeout"]);
+  }, timeout);
+  send(fetch, url, init).then((value) => finish(true, value), (failure) => finish(false, failure));
 }
 
 /**
