@@ -116,12 +116,7 @@ impl Transport for FetchTransport {
                     Err(thrown)
                 }
             };
-            let reply: Array = outcome
-                .map_err(|failure| self.failure(&failure))?
-                .unchecked_into();
-            let status = reply.get(0).as_f64().unwrap_or_default() as u16;
-            let body = reply.get(1).unchecked_into::<Uint8Array>().to_vec();
-            Ok(HttpReply { status, body })
+            outcome.map_err(|failure| self.failure(&failure))
         })
     }
 }
@@ -142,21 +137,30 @@ impl FetchTransport {
     }
 }
 
-/// What a request's JavaScript half settles with: `[status, bytes]`, or `[stage, error]`.
-type Outcome = std::result::Result<JsValue, JsValue>;
+/// What a request's JavaScript half delivers: the reply, or `[stage, error]`.
+type Outcome = std::result::Result<HttpReply, JsValue>;
 
 thread_local! {
     /// The requests sent and not yet delivered, by id.
     static IN_FLIGHT: RefCell<Slab<oneshot::Sender<Outcome>>> = const { RefCell::new(Slab::new()) };
     /// [`deliver`] as a JavaScript function, made once and kept for the life of the instance.
-    static DELIVER: Closure<dyn FnMut(u32, bool, JsValue)> = Closure::new(deliver);
+    static DELIVER: Closure<dyn FnMut(u32, f64, JsValue)> = Closure::new(deliver);
 }
 
-/// Hands request `id` its outcome (`ok` or not); a request whose caller went away is dropped.
-fn deliver(id: u32, ok: bool, value: JsValue) {
+/// Hands request `id` its reply (`status` and a `Uint8Array` of the body), or, for a negative status,
+/// its failure; a request whose caller went away is dropped.
+fn deliver(id: u32, status: f64, payload: JsValue) {
     let sender = IN_FLIGHT.with_borrow_mut(|in_flight| in_flight.try_remove(id as usize));
     if let Some(sender) = sender {
-        let _ = sender.send(if ok { Ok(value) } else { Err(value) });
+        let outcome = if status < 0.0 {
+            Err(payload)
+        } else {
+            Ok(HttpReply {
+                status: status as u16,
+                body: payload.unchecked_into::<Uint8Array>().to_vec(),
+            })
+        };
+        let _ = sender.send(outcome);
     }
 }
 

@@ -26,33 +26,33 @@ const KEEPALIVE_MAX_BODY = 64 * 1024;
 
 /**
  * POSTs `body` to `url` with `fetch` (the global one when `fetch` is undefined), then calls
- * `deliver(id, true, [status, bytes])`, or `deliver(id, false, [stage, error])` on failure, `stage`
- * saying what failed. With `timeout` > 0 (ms), after that long the request is aborted and delivered as
+ * `deliver(id, status, bytes)`, or `deliver(id, -1, [stage, error])` on failure, `stage` saying what
+ * failed. With `timeout` > 0 (ms), after that long the request is aborted and delivered as
  * `["timeout"]`, even when a custom `fetch` ignores the signal. `deliver` is one function for every
  * request, so no callback is made per request on the Rust side.
  */
 export function post(fetch, url, headers, body, timeout, id, deliver) {
   const init = { method: "POST", headers, body, keepalive: body.length < KEEPALIVE_MAX_BODY };
   if (!(timeout > 0)) {
-    send(fetch, url, init).then((value) => deliver(id, true, value), (failure) => deliver(id, false, failure));
+    send(fetch, url, init, (status, value) => deliver(id, status, value));
     return;
   }
   const controller = (REUSE_CONTROLLERS && idleControllers.pop()) || new AbortController();
   init.signal = controller.signal;
   // The first of the reply and the timer is delivered; the other is dropped.
   let done = false;
-  const finish = (ok, value) => {
+  const finish = (status, value) => {
     if (done) return;
     done = true;
     clearTimeout(timer);
     release(controller);
-    deliver(id, ok, value);
+    deliver(id, status, value);
   };
   const timer = setTimeout(() => {
     controller.abort();
-    finish(false, ["timeout"]);
+    finish(-1, ["timeout"]);
   }, timeout);
-  send(fetch, url, init).then((value) => finish(true, value), (failure) => finish(false, failure));
+  send(fetch, url, init, finish);
 }
 
 /**
@@ -79,28 +79,29 @@ function release(controller) {
   idleControllers.push(controller);
 }
 
-async function send(fetch, url, init) {
+/** Sends the request and hands `finish` the status and the body's bytes, or -1 and what failed. */
+async function send(fetch, url, init, finish) {
   const call = fetch ?? globalThis.fetch;
   if (typeof call !== "function") {
-    throw ["fetch", new TypeError("this JavaScript runtime has no global `fetch` function")];
+    return finish(-1, ["fetch", new TypeError("this JavaScript runtime has no global `fetch` function")]);
   }
   let response;
   try {
     response = await call.call(globalThis, url, init);
   } catch (error) {
-    throw ["fetch failed", error];
+    return finish(-1, ["fetch failed", error]);
   }
   if (response === null || typeof response !== "object") {
-    throw ["fetch resolved to something other than a Response", response];
+    return finish(-1, ["fetch resolved to something other than a Response", response]);
   }
+  let bytes;
   try {
-    const status = response.status;
     // A Response has arrayBuffer(); an object that only has text() is read as text.
-    const bytes = typeof response.arrayBuffer === "function"
+    bytes = typeof response.arrayBuffer === "function"
       ? new Uint8Array(await response.arrayBuffer())
       : new TextEncoder().encode(await response.text());
-    return [status, bytes];
   } catch (error) {
-    throw ["reading the body failed", error];
+    return finish(-1, ["reading the body failed", error]);
   }
+  finish(response.status, bytes);
 }
