@@ -3,8 +3,8 @@
 
 // hashbrown's map rather than std's: the memory backend's table is hashbrown's, so the wasm package
 // carries one copy of the table code, not two.
-use hashbrown::HashMap;
 use crate::key_hasher::KeyHasher;
+use hashbrown::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Identifiers known to be blocked until some time, at most `max_entries` of them. One cache may be

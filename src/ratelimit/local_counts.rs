@@ -4,8 +4,8 @@
 use crate::algorithm::FixedWindow;
 // hashbrown's map rather than std's: the memory backend's table is hashbrown's, so the wasm package
 // carries one copy of the table code, not two.
-use hashbrown::HashMap;
 use crate::key_hasher::KeyHasher;
+use hashbrown::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Per key, the window of `rule` it was counted in, the count and the limit that applied; at most
