@@ -1,5 +1,5 @@
 //! A Redis reply as the Upstash REST protocol carries it in JSON, read by serde_json straight into
-//! [`Reply`] and each `/pipeline` item into [`Item`], with no JSON tree in between.
+//! [`Reply`].
 //!
 //! serde_json hands an integer that fits `i64` or `u64` over exact and any other number as a float,
 //! which [`Reply::Float`] keeps apart, so no such number is ever taken for a count.
@@ -24,8 +24,9 @@ pub enum Reply {
     Text(String),
     /// An array of replies.
     Array(Vec<Reply>),
-    /// A JSON object, which no Redis reply is: its compact JSON text, kept to be quoted in an error.
-    Object(String),
+    /// A JSON object, which no Redis reply is but a `/pipeline` item is: its keys and values in the
+    /// order sent.
+    Object(Vec<(String, Reply)>),
 }
 
 impl Reply {
@@ -74,10 +75,7 @@ impl fmt::Display for Reply {
             // for any number JSON can hold (never NaN or infinite).
             Self::Float(float) => write!(formatter, "{float:?}"),
             Self::Bool(boolean) => write!(formatter, "{boolean}"),
-            // serde_json escapes; it fails only on a writer's I/O error, and a String has none.
-            Self::Text(text) => {
-                formatter.write_str(&serde_json::to_string(text).map_err(|_| fmt::Error)?)
-            }
+            Self::Text(text) => write_string(formatter, text),
             Self::Array(elements) => {
                 formatter.write_str("[")?;
                 for (index, element) in elements.iter().enumerate() {
@@ -88,9 +86,25 @@ impl fmt::Display for Reply {
                 }
                 formatter.write_str("]")
             }
-            Self::Object(text) => formatter.write_str(text),
+            Self::Object(fields) => {
+                formatter.write_str("{")?;
+                for (index, (key, value)) in fields.iter().enumerate() {
+                    if index > 0 {
+                        formatter.write_str(",")?;
+                    }
+                    write_string(formatter, key)?;
+                    write!(formatter, ":{value}")?;
+                }
+                formatter.write_str("}")
+            }
         }
     }
+}
+
+/// `text` as a JSON string, escaped by serde_json (which fails only on a writer's I/O error, and a
+/// `String` has none).
+fn write_string(formatter: &mut fmt::Formatter<'_>, text: &str) -> fmt::Result {
+    formatter.write_str(&serde_json::to_string(text).map_err(|_| fmt::Error)?)
 }
 
 impl<'de> Deserialize<'de> for Reply {
@@ -155,35 +169,18 @@ impl<'de> Visitor<'de> for ReplyVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Reply, A::Error> {
-        let mut text = String::from("{");
-        // JSON keys are strings: each comes as a `Reply::Text`, written out escaped.
+        let mut fields = Vec::new();
+        // JSON keys are strings; read as replies too, every value goes through `deserialize_any`, so
+        // none of serde_json's typed paths (with their error formatting) is compiled in.
         while let Some((key, value)) = map.next_entry::<Reply, Reply>()? {
-            if text.len() > 1 {
-                text.push(',');
-            }
-            text += &format!("{key}:{value}");
+            let key = match key {
+                Reply::Text(key) => key,
+                other => other.to_string(),
+            };
+            fields.push((key, value));
         }
-        text.push('}');
-        Ok(Reply::Object(text))
+        Ok(Reply::Object(fields))
     }
-}
-
-/// One `/pipeline` item, `{"result": <reply>}` or `{"error": <text>}`, or the body of an HTTP error
-/// reply, `{"error": <text>}`; other keys are ignored. A key given as `null` is `Some(Reply::Nil)`,
-/// a missing key `None`.
-#[derive(Debug, PartialEq, serde::Deserialize)]
-pub(crate) struct Item {
-    /// The command's reply.
-    #[serde(default, deserialize_with = "present")]
-    pub result: Option<Reply>,
-    /// Redis's error, or the server's: a string, though any JSON is taken.
-    #[serde(default, deserialize_with = "present")]
-    pub error: Option<Reply>,
-}
-
-/// A present key's value, whatever it is.
-fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Reply>, D::Error> {
-    Reply::deserialize(deserializer).map(Some)
 }
 
 #[cfg(test)]
@@ -257,51 +254,21 @@ mod tests {
     }
 
     #[test]
-    fn an_object_is_no_redis_reply_and_is_kept_to_be_quoted() {
+    fn an_object_is_no_redis_reply_and_is_quoted_as_sent() {
         let object = reply(r#"{ "b": [1, {"é\"": null}], "a": "x" }"#);
-        assert_eq!(
-            object,
-            Reply::Object(r#"{"b":[1,{"é\"":null}],"a":"x"}"#.to_owned())
-        );
         assert_eq!(object.to_string(), r#"{"b":[1,{"é\"":null}],"a":"x"}"#);
         assert_eq!((object.as_str(), object.as_array()), (None, None));
     }
 
     #[test]
-    fn items() {
-        let item = |json: &str| serde_json::from_str::<Item>(json).unwrap();
-        let text = |text: &str| Some(Reply::Text(text.to_owned()));
+    fn an_object_keeps_its_keys_in_order_duplicates_too() {
         assert_eq!(
-            item(r#"{"result":null}"#),
-            Item {
-                result: Some(Reply::Nil),
-                error: None
-            },
-            "a present null"
-        );
-        assert_eq!(
-            item(r#"{"other":[1,{"a":2}]}"#),
-            Item {
-                result: None,
-                error: None
-            },
-            "unknown keys ignored, a missing result is None"
-        );
-        assert_eq!(
-            item(r#"{"error":"NOSCRIPT No matching script"}"#).error,
-            text("NOSCRIPT No matching script")
-        );
-        assert_eq!(item(r#"{"error":5}"#).error, Some(Reply::Integer(5)));
-        assert_eq!(item(r#"{"error":null}"#).error, Some(Reply::Nil));
-        assert_eq!(
-            item(r#"{"result":["a",1],"error":{"code":1}}"#),
-            Item {
-                result: Some(Reply::Array(vec![
-                    Reply::Text("a".to_owned()),
-                    Reply::Integer(1)
-                ])),
-                error: Some(Reply::Object(r#"{"code":1}"#.to_owned())),
-            }
+            reply(r#"{"result":null,"x\n":[1],"result":"a"}"#),
+            Reply::Object(vec![
+                ("result".to_owned(), Reply::Nil),
+                ("x\n".to_owned(), Reply::Array(vec![Reply::Integer(1)])),
+                ("result".to_owned(), Reply::Text("a".to_owned())),
+            ])
         );
     }
 }

@@ -3,7 +3,7 @@
 //! Commands go out as JSON arrays of strings written by serde_json; replies come back as [`Reply`]s,
 //! read by serde_json straight from the body.
 
-use super::reply::{Item, Reply};
+use super::reply::Reply;
 use crate::error::{Error, Result};
 use crate::transport::{HttpReply, Transport};
 use futures_channel::oneshot;
@@ -130,20 +130,25 @@ fn decode_pipeline(reply: HttpReply, count: usize) -> Result<Vec<Result<Reply>>>
             .collect::<String>()
     };
     if !(200..300).contains(&reply.status) {
-        // Only a string `error` is the message; anything else, the body itself.
-        let message = match serde_json::from_slice::<Item>(&reply.body) {
-            Ok(Item {
-                error: Some(Reply::Text(message)),
-                ..
-            }) => message,
-            _ => text(),
-        };
+        // Only a string `error` is the message (the last, if repeated); anything else, the body itself.
+        let message = match serde_json::from_slice::<Reply>(&reply.body) {
+            Ok(Reply::Object(fields)) => fields
+                .into_iter()
+                .rev()
+                .find(|(key, _)| key == "error")
+                .and_then(|(_, error)| match error {
+                    Reply::Text(message) => Some(message),
+                    _ => None,
+                }),
+            _ => None,
+        }
+        .unwrap_or_else(text);
         return Err(Error::Http {
             status: reply.status,
             message,
         });
     }
-    let Ok(items) = serde_json::from_slice::<Vec<Item>>(&reply.body) else {
+    let Ok(Reply::Array(items)) = serde_json::from_slice::<Reply>(&reply.body) else {
         return Err(malformed(&format!("expected a JSON array, got {}", text())));
     };
     if items.len() != count {
@@ -155,17 +160,27 @@ fn decode_pipeline(reply: HttpReply, count: usize) -> Result<Vec<Result<Reply>>>
     Ok(items.into_iter().map(decode_item).collect())
 }
 
-/// A pipeline item's outcome: Redis's error if it has one, else its result.
-fn decode_item(item: Item) -> Result<Reply> {
-    match item.error {
+/// A pipeline item's outcome, from `{"result": <reply>}` or `{"error": <text>}` (other keys ignored,
+/// the last of a repeated key taken): Redis's error if it has one, else its result.
+fn decode_item(item: Reply) -> Result<Reply> {
+    let Reply::Object(fields) = item else {
+        return Err(malformed("a pipeline item is not an object"));
+    };
+    let (mut result, mut error) = (None, None);
+    for (key, value) in fields {
+        match key.as_str() {
+            "result" => result = Some(value),
+            "error" => error = Some(value),
+            _ => {}
+        }
+    }
+    match error {
         Some(Reply::Text(message)) => Err(Error::Redis { message }),
         // Not a string: its JSON text.
         Some(error) => Err(Error::Redis {
             message: error.to_string(),
         }),
-        None => item
-            .result
-            .ok_or_else(|| malformed("a pipeline item has neither result nor error")),
+        None => result.ok_or_else(|| malformed("a pipeline item has neither result nor error")),
     }
 }
 
@@ -247,14 +262,14 @@ mod tests {
     #[test]
     fn each_item_is_its_commands_result_or_error() {
         let body = r#"[{"result":null},{"result":[1,"x"],"other":2},{"error":"NOSCRIPT No matching script"},
-            {"error":{"code":1}},{"error":null},{"other":1}]"#;
+            {"error":{"code":1}},{"error":null},{"other":1},5,{"result":1,"result":2}]"#;
         let redis = |message: &str| {
             Err(Error::Redis {
                 message: message.to_owned(),
             })
         };
         assert_eq!(
-            decode_pipeline(ok(body), 6).unwrap(),
+            decode_pipeline(ok(body), 8).unwrap(),
             [
                 Ok(Reply::Nil),
                 Ok(Reply::Array(vec![
@@ -265,6 +280,8 @@ mod tests {
                 redis(r#"{"code":1}"#),
                 redis("null"),
                 Err(malformed("a pipeline item has neither result nor error")),
+                Err(malformed("a pipeline item is not an object")),
+                Ok(Reply::Integer(2)),
             ]
         );
         assert_eq!(
