@@ -1,6 +1,7 @@
 //! `RedisBackend`: every algorithm as one atomic Lua script, one HTTP request per decision.
 
 use super::layout::{self, Call};
+use super::reply::Reply;
 use super::rest::{malformed, RestClient};
 use crate::algorithm::{Algorithm, Cost};
 use crate::backend::{Backend, Outcome};
@@ -8,7 +9,6 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{quote, Error, Result};
 use crate::maybe_send::BoxFuture;
 use crate::transport::Transport;
-use serde_json::Value;
 use std::sync::Arc;
 
 /// A store in Redis, reached over the Upstash REST protocol through a [`Transport`].
@@ -90,8 +90,8 @@ impl<T: Transport> RedisBackend<T> {
             args.push("1".to_owned());
         }
         let reply = script.run(&self.client, &keys, &args).await?;
-        let fields = reply.as_array().map(Vec::as_slice).unwrap_or_default();
-        let flag = |index: usize| fields.get(index).and_then(Value::as_u64);
+        let fields = reply.as_array().unwrap_or_default();
+        let flag = |index: usize| fields.get(index).and_then(Reply::as_u64);
         let (Some(allowed @ 0..=1), Some(now), Some(capacity)) = (flag(0), flag(1), flag(2)) else {
             return Err(malformed(&format!(
                 "the {} script returned {reply}",
@@ -154,8 +154,8 @@ impl<T: Transport> Backend for RedisBackend<T> {
         Box::pin(async move {
             let reply = self.client.command(&["GET", limit_key]).await?;
             match &reply {
-                Value::Null => Ok(None),
-                Value::String(text) => match text.parse::<i64>() {
+                Reply::Nil => Ok(None),
+                Reply::Text(text) => match text.parse::<i64>() {
                     Ok(limit @ 0..) => Ok(Some(limit.unsigned_abs())),
                     _ => Err(malformed(&format!(
                         "the dynamic limit in {limit_key} is not a whole number from 0: {}",
@@ -193,8 +193,67 @@ fn decimal(cost: Cost) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::TokenBucket;
+    use crate::algorithm::{FixedWindow, TokenBucket};
+    use crate::transport::HttpReply;
     use std::time::Duration;
+
+    /// A transport answering every request with `body`, status 200.
+    struct Canned(&'static str);
+
+    impl Transport for Canned {
+        fn post<'a>(&'a self, _: &'a str, _: String) -> BoxFuture<'a, Result<HttpReply>> {
+            let body = self.0.as_bytes().to_vec();
+            Box::pin(std::future::ready(Ok(HttpReply { status: 200, body })))
+        }
+    }
+
+    fn malformed_message(result: Result<impl std::fmt::Debug>) -> String {
+        match result {
+            Err(Error::MalformedReply { message }) => message,
+            other => panic!("not a malformed reply: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn replies_that_are_not_what_the_script_promises_are_quoted() {
+        let rule = Algorithm::from(FixedWindow::new(10, Duration::from_secs(1)).unwrap());
+        let decide = |body| {
+            let store = RedisBackend::new(Canned(body));
+            malformed_message(pollster::block_on(store.decide(
+                "k",
+                rule.cost(1.0).unwrap(),
+                rule,
+                None,
+            )))
+        };
+        assert_eq!(
+            decide(r#"[{"result":[1,"x"]}]"#),
+            r#"the fixed window script returned [1,"x"]"#
+        );
+        assert_eq!(
+            decide(r#"[{"result":[1,1.5,10]}]"#),
+            "the fixed window script returned [1,1.5,10]"
+        );
+        assert_eq!(
+            decide(r#"[{"result":[1,0,10,0,{"b":1,"a":"\u00e9"}]}]"#),
+            r#"reply field 1 is not an integer: {"b":1,"a":"é"}"#
+        );
+    }
+
+    #[test]
+    fn a_dynamic_limit_that_is_no_string_is_quoted() {
+        let limit = |body| pollster::block_on(RedisBackend::new(Canned(body)).dynamic_limit("k"));
+        assert_eq!(limit(r#"[{"result":null}]"#), Ok(None));
+        assert_eq!(limit(r#"[{"result":"7"}]"#), Ok(Some(7)));
+        assert_eq!(
+            malformed_message(limit(r#"[{"result":"-1"}]"#)),
+            r#"the dynamic limit in k is not a whole number from 0: "-1""#
+        );
+        assert_eq!(
+            malformed_message(limit(r#"[{"result":{"a":[1,"\n"]}}]"#)),
+            r#"GET k returned {"a":[1,"\n"]}"#
+        );
+    }
 
     #[test]
     fn costs_are_sent_as_exact_decimals() {

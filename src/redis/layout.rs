@@ -4,13 +4,13 @@
 //! Key names follow `@upstash/ratelimit` 2.x for the algorithms it has: `<key>:<window>` for the window
 //! counters, `<key>` for the token bucket hash. GCRA, which the peer lacks, uses `<key>:gcra`.
 
+use super::reply::Reply;
 use super::rest::malformed;
 use super::script::Script;
 use crate::algorithm::{
     Algorithm, FixedWindowState, GcraState, Policy, SlidingWindowState, State, TokenBucketState,
 };
 use crate::error::Result;
-use serde_json::Value;
 
 /// The prelude and the script `src/redis/scripts/$file`, with its SHA-1, as build.rs writes them.
 macro_rules! script {
@@ -83,7 +83,7 @@ pub(crate) fn call(rule: &Algorithm, key: &str, now: u64, wide: bool) -> Call {
 }
 
 /// The stored state, from the reply fields after `allowed`, `now` and the capacity applied.
-pub(crate) fn decode(rule: &Algorithm, fields: &[Value]) -> Result<Option<State>> {
+pub(crate) fn decode(rule: &Algorithm, fields: &[Reply]) -> Result<Option<State>> {
     Ok(Some(match rule {
         Algorithm::FixedWindow(_) => FixedWindowState {
             window: count(fields, 0)?,
@@ -102,7 +102,7 @@ pub(crate) fn decode(rule: &Algorithm, fields: &[Value]) -> Result<Option<State>
             };
             let tokens = fields
                 .get(1)
-                .and_then(Value::as_str)
+                .and_then(Reply::as_str)
                 .and_then(crate::number::parse_decimal)
                 .filter(|tokens| tokens.is_finite())
                 .ok_or_else(|| field_error(fields, 1, "a token count"))?;
@@ -122,24 +122,24 @@ pub(crate) fn decode(rule: &Algorithm, fields: &[Value]) -> Result<Option<State>
 }
 
 /// A reply field as an integer (Redis replies integers; a script may also return numeric strings).
-fn integer(fields: &[Value], index: usize) -> Result<i64> {
+fn integer(fields: &[Reply], index: usize) -> Result<i64> {
     match fields.get(index) {
-        Some(Value::Number(number)) => number.as_i64(),
-        Some(Value::String(text)) => text.parse().ok(),
+        Some(Reply::Integer(integer)) => Some(*integer),
+        Some(Reply::Text(text)) => text.parse().ok(),
         _ => None,
     }
     .ok_or_else(|| field_error(fields, index, "an integer"))
 }
 
 /// A counter stored by either library; a negative count (left by the peer's refunds) is empty.
-fn count(fields: &[Value], index: usize) -> Result<u64> {
+fn count(fields: &[Reply], index: usize) -> Result<u64> {
     Ok(integer(fields, index)?.max(0) as u64)
 }
 
 /// A malformed-reply error: reply field `index` is not `expected`.
-fn field_error(fields: &[Value], index: usize, expected: &str) -> crate::Error {
+fn field_error(fields: &[Reply], index: usize, expected: &str) -> crate::Error {
     let found = fields
         .get(index)
-        .map_or("nothing".to_owned(), Value::to_string);
+        .map_or("nothing".to_owned(), Reply::to_string);
     malformed(&format!("reply field {index} is not {expected}: {found}"))
 }

@@ -2,10 +2,12 @@
 
 mod backend;
 mod layout;
+mod reply;
 mod rest;
 mod script;
 
 pub use backend::RedisBackend;
 pub use layout::SCRIPTS;
+pub use reply::Reply;
 pub use rest::RestClient;
 pub use script::Script;

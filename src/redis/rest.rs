@@ -1,14 +1,12 @@
 //! The Upstash REST protocol over a [`Transport`]: commands out as JSON, replies and errors back typed.
 //!
-//! A reply is a [`serde_json::Value`], used as is: Redis replies are integers, strings, arrays and
-//! null, which JSON holds without loss. serde_json keeps an integer that fits `i64` or `u64` exact
-//! and reads any other number as a float, which `as_i64`/`as_u64` refuse, so no such number is ever
-//! taken for a count.
+//! Commands go out as JSON arrays of strings written by serde_json; replies come back as [`Reply`]s,
+//! read by serde_json straight from the body.
 
+use super::reply::Reply;
 use crate::error::{Error, Result};
 use crate::transport::{HttpReply, Transport};
 use futures_channel::oneshot;
-use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Mutex, PoisonError};
@@ -25,8 +23,8 @@ pub struct RestClient<T> {
 
 /// A command waiting for its batch: its JSON array of strings, and where its reply goes.
 struct Queued {
-    command: Value,
-    reply: oneshot::Sender<Result<Value>>,
+    command: String,
+    reply: oneshot::Sender<Result<Reply>>,
 }
 
 impl<T: Transport> RestClient<T> {
@@ -51,10 +49,10 @@ impl<T: Transport> RestClient<T> {
     }
 
     /// Runs one command, its name then its arguments; Redis errors come back as [`Error::Redis`].
-    pub async fn command(&self, command: &[&str]) -> Result<Value> {
+    pub async fn command(&self, command: &[&str]) -> Result<Reply> {
         let (sender, reply) = oneshot::channel();
         let queued = Queued {
-            command: command.iter().copied().map(Value::from).collect(),
+            command: json_array(command),
             reply: sender,
         };
         let batch = if self.coalesce {
@@ -67,11 +65,19 @@ impl<T: Transport> RestClient<T> {
             vec![queued]
         };
         if !batch.is_empty() {
-            let (commands, senders): (Vec<Value>, Vec<_>) = batch
-                .into_iter()
-                .map(|queued| (queued.command, queued.reply))
-                .unzip();
-            let body = Value::Array(commands).to_string();
+            let mut body = String::with_capacity(
+                2 + batch
+                    .iter()
+                    .map(|queued| queued.command.len() + 1)
+                    .sum::<usize>(),
+            );
+            let mut senders = Vec::with_capacity(batch.len());
+            for queued in batch {
+                body.push(if senders.is_empty() { '[' } else { ',' });
+                body += &queued.command;
+                senders.push(queued.reply);
+            }
+            body.push(']');
             deliver(self.transport.post("/pipeline", body).await, senders);
         }
         // A dropped sender: the caller sending the batch was cancelled before it had the replies.
@@ -88,8 +94,18 @@ impl<T: Transport> RestClient<T> {
     }
 }
 
+/// `command` as a JSON array of strings, written by serde_json.
+fn json_array(command: &[&str]) -> String {
+    // serde_json fails only on a writer's I/O error or a map key that is not a string: writing
+    // strings into memory has neither.
+    let Ok(json) = serde_json::to_string(command) else {
+        unreachable!("serde_json writes strings into memory without fail")
+    };
+    json
+}
+
 /// Hands each command of a batch its result from the `/pipeline` request's `reply`.
-fn deliver(reply: Result<HttpReply>, senders: Vec<oneshot::Sender<Result<Value>>>) {
+fn deliver(reply: Result<HttpReply>, senders: Vec<oneshot::Sender<Result<Reply>>>) {
     let mut replies = reply
         .and_then(|reply| decode_pipeline(reply, senders.len()))
         .map(Vec::into_iter);
@@ -106,8 +122,7 @@ fn deliver(reply: Result<HttpReply>, senders: Vec<oneshot::Sender<Result<Value>>
 }
 
 /// Turns a `/pipeline` reply into one result per command, `count` of them.
-fn decode_pipeline(reply: HttpReply, count: usize) -> Result<Vec<Result<Value>>> {
-    let parsed = serde_json::from_slice::<Value>(&reply.body);
+fn decode_pipeline(reply: HttpReply, count: usize) -> Result<Vec<Result<Reply>>> {
     let text = || {
         String::from_utf8_lossy(&reply.body)
             .chars()
@@ -115,18 +130,25 @@ fn decode_pipeline(reply: HttpReply, count: usize) -> Result<Vec<Result<Value>>>
             .collect::<String>()
     };
     if !(200..300).contains(&reply.status) {
-        let message = parsed
-            .as_ref()
-            .ok()
-            .and_then(|body| body.get("error"))
-            .and_then(Value::as_str)
-            .map_or_else(text, str::to_owned);
+        // Only a string `error` is the message (the last, if repeated); anything else, the body itself.
+        let message = match serde_json::from_slice::<Reply>(&reply.body) {
+            Ok(Reply::Object(fields)) => fields
+                .into_iter()
+                .rev()
+                .find(|(key, _)| key == "error")
+                .and_then(|(_, error)| match error {
+                    Reply::Text(message) => Some(message),
+                    _ => None,
+                }),
+            _ => None,
+        }
+        .unwrap_or_else(text);
         return Err(Error::Http {
             status: reply.status,
             message,
         });
     }
-    let Ok(Value::Array(items)) = parsed else {
+    let Ok(Reply::Array(items)) = serde_json::from_slice::<Reply>(&reply.body) else {
         return Err(malformed(&format!("expected a JSON array, got {}", text())));
     };
     if items.len() != count {
@@ -138,19 +160,28 @@ fn decode_pipeline(reply: HttpReply, count: usize) -> Result<Vec<Result<Value>>>
     Ok(items.into_iter().map(decode_item).collect())
 }
 
-fn decode_item(item: Value) -> Result<Value> {
-    let Value::Object(mut item) = item else {
+/// A pipeline item's outcome, from `{"result": <reply>}` or `{"error": <text>}` (other keys ignored,
+/// the last of a repeated key taken): Redis's error if it has one, else its result.
+fn decode_item(item: Reply) -> Result<Reply> {
+    let Reply::Object(fields) = item else {
         return Err(malformed("a pipeline item is not an object"));
     };
-    if let Some(error) = item.remove("error") {
-        return Err(Error::Redis {
-            message: error
-                .as_str()
-                .map_or_else(|| error.to_string(), str::to_owned),
-        });
+    let (mut result, mut error) = (None, None);
+    for (key, value) in fields {
+        match key.as_str() {
+            "result" => result = Some(value),
+            "error" => error = Some(value),
+            _ => {}
+        }
     }
-    item.remove("result")
-        .ok_or_else(|| malformed("a pipeline item has neither result nor error"))
+    match error {
+        Some(Reply::Text(message)) => Err(Error::Redis { message }),
+        // Not a string: its JSON text.
+        Some(error) => Err(Error::Redis {
+            message: error.to_string(),
+        }),
+        None => result.ok_or_else(|| malformed("a pipeline item has neither result nor error")),
+    }
 }
 
 /// An [`Error::MalformedReply`] saying `what`.
@@ -186,6 +217,100 @@ mod tests {
             status: 200,
             body: body.as_bytes().to_vec(),
         }
+    }
+
+    fn reply(status: u16, body: &str) -> HttpReply {
+        HttpReply {
+            status,
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    /// A transport recording each body it is sent and answering `reply` to all.
+    struct Canned {
+        reply: HttpReply,
+        sent: Mutex<Vec<String>>,
+    }
+
+    impl Transport for Canned {
+        fn post<'a>(&'a self, _: &'a str, body: String) -> crate::BoxFuture<'a, Result<HttpReply>> {
+            self.lock_sent().push(body);
+            Box::pin(std::future::ready(Ok(self.reply.clone())))
+        }
+    }
+
+    impl Canned {
+        fn lock_sent(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
+            self.sent.lock().unwrap()
+        }
+    }
+
+    #[test]
+    fn commands_go_out_as_json_arrays_of_strings() {
+        let client = RestClient::new(Canned {
+            reply: ok(r#"[{"result":"OK"}]"#),
+            sent: Mutex::default(),
+        });
+        let reply = pollster::block_on(client.command(&["SET", "k\"\\\n", "é😀"]));
+        assert_eq!(reply, Ok(Reply::Text("OK".to_owned())));
+        assert_eq!(
+            *client.transport().lock_sent(),
+            [r#"[["SET","k\"\\\n","é😀"]]"#]
+        );
+    }
+
+    #[test]
+    fn each_item_is_its_commands_result_or_error() {
+        let body = r#"[{"result":null},{"result":[1,"x"],"other":2},{"error":"NOSCRIPT No matching script"},
+            {"error":{"code":1}},{"error":null},{"other":1},5,{"result":1,"result":2}]"#;
+        let redis = |message: &str| {
+            Err(Error::Redis {
+                message: message.to_owned(),
+            })
+        };
+        assert_eq!(
+            decode_pipeline(ok(body), 8).unwrap(),
+            [
+                Ok(Reply::Nil),
+                Ok(Reply::Array(vec![
+                    Reply::Integer(1),
+                    Reply::Text("x".to_owned())
+                ])),
+                redis("NOSCRIPT No matching script"),
+                redis(r#"{"code":1}"#),
+                redis("null"),
+                Err(malformed("a pipeline item has neither result nor error")),
+                Err(malformed("a pipeline item is not an object")),
+                Ok(Reply::Integer(2)),
+            ]
+        );
+        assert_eq!(
+            decode_pipeline(ok(r#"[{"result":1}]"#), 2),
+            Err(malformed("1 replies to 2 commands"))
+        );
+    }
+
+    #[test]
+    fn an_http_error_is_its_error_string_or_its_body_cut_at_200_chars() {
+        let http = |status, message: &str| {
+            Err(Error::Http {
+                status,
+                message: message.to_owned(),
+            })
+        };
+        let wrongpass = r#"{"error":"WRONGPASS invalid or missing auth token","other":1}"#;
+        assert_eq!(
+            decode_pipeline(reply(401, wrongpass), 1),
+            http(401, "WRONGPASS invalid or missing auth token")
+        );
+        for body in [r#"{"error":5}"#, r#"{"error":null}"#, "[]", "Bad gateway"] {
+            assert_eq!(decode_pipeline(reply(502, body), 1), http(502, body));
+        }
+        let long = "é".repeat(300);
+        assert_eq!(
+            decode_pipeline(reply(500, &long), 1),
+            http(500, &"é".repeat(200))
+        );
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! A Lua script with its SHA-1, run as EVALSHA first and EVAL only when Redis does not know it.
 
+use super::reply::Reply;
 use super::rest::RestClient;
 use crate::error::{Error, Result};
 use crate::transport::Transport;
-use serde_json::Value;
 
 /// A Lua script and its SHA-1 (computed by build.rs).
 pub struct Script {
@@ -40,7 +40,7 @@ impl Script {
         client: &RestClient<T>,
         keys: &[String],
         args: &[String],
-    ) -> Result<Value> {
+    ) -> Result<Reply> {
         let count = keys.len().to_string();
         let mut eval = false;
         loop {
