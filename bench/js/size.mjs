@@ -1,8 +1,8 @@
-// Section 5a: the size a user ships, gzipped at level 9. edgelimit: the .wasm, the generated glue and
-// the largest per-runtime entry file of pkg/ (a user loads one). The peer: @upstash/ratelimit +
+// Section 5a: the size a user ships, gzipped at level 9. edgelimit: the .wasm, the generated glue, its
+// JavaScript snippets and the largest per-runtime entry file of pkg/ (a user loads one). The peer: @upstash/ratelimit +
 // @upstash/redis as one minified ESM bundle, as an edge bundler makes it.
 import { build } from "esbuild";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import { peerName, pkgDir, root } from "./libraries.mjs";
 
@@ -36,9 +36,13 @@ export async function sizeSection() {
   const file = (name) => readFileSync(`${pkgDir}${name}`);
   const entries = ["index.node.js", "index.web.js", "index.workerd.js"].map(file);
   const largestEntry = entries.reduce((a, b) => (gzipped(a) >= gzipped(b) ? a : b));
+  const snippets = readdirSync(`${pkgDir}snippets`, { recursive: true })
+    .filter((name) => name.endsWith(".js"))
+    .map((name) => [`snippets/${name}`, file(`snippets/${name}`)]);
   const parts = [
     ["edgelimit_bg.wasm", file("edgelimit_bg.wasm")],
     ["edgelimit.js (glue)", file("edgelimit.js")],
+    ...snippets,
     ["largest entry file", largestEntry],
   ];
   const row = (what, bytes) => ({ what, bytes: bytes.length, gzipped: gzipped(bytes) });

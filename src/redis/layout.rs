@@ -103,7 +103,7 @@ pub(crate) fn decode(rule: &Algorithm, fields: &[Reply]) -> Result<Option<State>
             let tokens = fields
                 .get(1)
                 .and_then(Reply::as_str)
-                .and_then(crate::number::parse_decimal)
+                .and_then(number_in)
                 .filter(|tokens| tokens.is_finite())
                 .ok_or_else(|| field_error(fields, 1, "a token count"))?;
             TokenBucketState {
@@ -119,6 +119,17 @@ pub(crate) fn decode(rule: &Algorithm, fields: &[Reply]) -> Result<Option<State>
             GcraState { tat }.into()
         }
     }))
+}
+
+/// The number a script wrote as text (Lua's `tostring`, as JSON writes numbers), read by the JSON
+/// parser the replies go through: `None` for any other text.
+fn number_in(text: &str) -> Option<f64> {
+    match serde_json::from_str::<Reply>(text).ok()? {
+        Reply::Integer(integer) => Some(integer as f64),
+        Reply::Unsigned(integer) => Some(integer as f64),
+        Reply::Float(float) => Some(float),
+        _ => None,
+    }
 }
 
 /// A reply field as an integer (Redis replies integers; a script may also return numeric strings).

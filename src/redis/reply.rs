@@ -73,7 +73,7 @@ impl fmt::Display for Reply {
             Self::Unsigned(integer) => write!(formatter, "{integer}"),
             // The shortest text that reads back the same, with an exponent when long: valid JSON
             // for any number JSON can hold (never NaN or infinite).
-            Self::Float(float) => write!(formatter, "{float:?}"),
+            Self::Float(float) => formatter.write_str(&crate::number::decimal(*float)),
             Self::Bool(boolean) => write!(formatter, "{boolean}"),
             Self::Text(text) => write_string(formatter, text),
             Self::Array(elements) => {
@@ -217,7 +217,7 @@ mod tests {
         assert_eq!(reply("1.5").to_string(), "1.5");
         assert_eq!(
             reply("18446744073709551616").to_string(),
-            "1.8446744073709552e19"
+            "18446744073709552000"
         );
     }
 
