@@ -1,27 +1,17 @@
 // The libraries measured, loaded as a user loads them: edgelimit from pkg/ by its bare name (Node
 // picks the package's `node` export), @upstash/ratelimit + @upstash/redis and rate-limiter-flexible from
 // node_modules/. Each limiter is built with the options every section uses.
-import { existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Ratelimit as PeerRatelimit } from "@upstash/ratelimit";
 import { Redis as PeerRedis } from "@upstash/redis";
+import { linkPackage } from "../../scripts/link_pkg.mjs";
 
 export const root = fileURLToPath(new URL("../../", import.meta.url));
 export const pkgDir = `${root}pkg/`;
-if (!existsSync(`${pkgDir}package.json`)) throw new Error("pkg/ is not built: run `make pkg` first");
 
-// bench/js/node_modules/edgelimit (gitignored) links to pkg/, so `import("edgelimit")` reads pkg/package.json.
-const here = fileURLToPath(new URL(".", import.meta.url));
-mkdirSync(`${here}node_modules`, { recursive: true });
-const link = `${here}node_modules/edgelimit`;
-let linked = false;
-try {
-  linked = readlinkSync(link) === "../../../pkg";
-} catch {}
-if (!linked) {
-  rmSync(link, { force: true });
-  symlinkSync("../../../pkg", link, "dir");
-}
+// bench/js/node_modules/edgelimit links to pkg/, so `import("edgelimit")` reads pkg/package.json.
+linkPackage(fileURLToPath(new URL(".", import.meta.url)));
 export const { Ratelimit, Redis } = await import("edgelimit");
 
 export const version = (name) => JSON.parse(readFileSync(`${root}node_modules/${name}/package.json`, "utf8")).version;

@@ -164,48 +164,24 @@ async fn healthz() -> Response {
 }
 
 /// `POST /`: one command array.
-async fn single(
-    State(app): State<Arc<App>>,
-    grant: Grant,
-    Base64(base64): Base64,
-    Payload(body): Payload,
-) -> Result<Response, GatewayError> {
-    let ctx = Ctx::new(&app, grant, base64)?;
-    ctx.single(command::single(&body)?).await
+async fn single(call: Call) -> Result<Response, GatewayError> {
+    call.single(command::single(&call.body)?).await
 }
 
 /// The path form `/set/k/v`; a non-empty body is the last argument.
-async fn path_form(
-    State(app): State<Arc<App>>,
-    grant: Grant,
-    Base64(base64): Base64,
-    uri: Uri,
-    Payload(body): Payload,
-) -> Result<Response, GatewayError> {
-    let ctx = Ctx::new(&app, grant, base64)?;
-    ctx.single(command::from_path(uri.path(), &body)?).await
+async fn path_form(uri: Uri, call: Call) -> Result<Response, GatewayError> {
+    call.single(command::from_path(uri.path(), &call.body)?)
+        .await
 }
 
 /// `POST /pipeline`: commands in order, not atomic.
-async fn pipeline(
-    State(app): State<Arc<App>>,
-    grant: Grant,
-    Base64(base64): Base64,
-    Payload(body): Payload,
-) -> Result<Response, GatewayError> {
-    let ctx = Ctx::new(&app, grant, base64)?;
-    ctx.pipeline(command::batch(&body)?).await
+async fn pipeline(call: Call) -> Result<Response, GatewayError> {
+    call.pipeline(command::batch(&call.body)?).await
 }
 
 /// `POST /multi-exec`: commands in one transaction.
-async fn multi_exec(
-    State(app): State<Arc<App>>,
-    grant: Grant,
-    Base64(base64): Base64,
-    Payload(body): Payload,
-) -> Result<Response, GatewayError> {
-    let ctx = Ctx::new(&app, grant, base64)?;
-    ctx.multi_exec(command::batch(&body)?).await
+async fn multi_exec(call: Call) -> Result<Response, GatewayError> {
+    call.multi_exec(command::batch(&call.body)?).await
 }
 
 /// GET or HEAD on a route that needs a body: 405, once the token is valid.
@@ -218,12 +194,39 @@ async fn method_not_allowed() -> GatewayError {
     GatewayError::MethodNotAllowed
 }
 
-/// One authenticated request bound to its backend.
-struct Ctx<'a> {
-    app: &'a App,
-    backend: &'a Backend,
+/// One authenticated request bound to its backend, as every command route takes it.
+///
+/// As an extractor it runs, in this order, [`Grant`] (401 before the body is read),
+/// [`Base64`] and [`Payload`] (413 or 400), then finds the token's backend (503).
+struct Call {
+    app: Arc<App>,
+    /// Its `backend` indexes `app.backends`: checked when the call was extracted.
     grant: Grant,
     base64: bool,
+    /// The request body.
+    body: Bytes,
+}
+
+impl FromRequest<Arc<App>> for Call {
+    type Rejection = GatewayError;
+
+    async fn from_request(request: Request, app: &Arc<App>) -> Result<Self, GatewayError> {
+        let (mut parts, body) = request.into_parts();
+        let grant = Grant::from_request_parts(&mut parts, app).await?;
+        let Ok(Base64(base64)) = Base64::from_request_parts(&mut parts, app).await;
+        let Payload(body) = Payload::from_request(Request::from_parts(parts, body), app).await?;
+        if grant.backend >= app.backends.len() {
+            return Err(GatewayError::Unavailable(
+                "no backend for this token".to_owned(),
+            ));
+        }
+        Ok(Self {
+            app: app.clone(),
+            grant,
+            base64,
+            body,
+        })
+    }
 }
 
 fn apply_fix(value: Value, fix: &ReplyFix) -> Value {
@@ -235,19 +238,10 @@ fn apply_fix(value: Value, fix: &ReplyFix) -> Value {
     }
 }
 
-impl<'a> Ctx<'a> {
-    /// Binds a request to the backend its token reaches.
-    fn new(app: &'a App, grant: Grant, base64: bool) -> Result<Self, GatewayError> {
-        let backend = app
-            .backends
-            .get(grant.backend)
-            .ok_or_else(|| GatewayError::Unavailable("no backend for this token".to_owned()))?;
-        Ok(Self {
-            app,
-            backend,
-            grant,
-            base64,
-        })
+impl Call {
+    /// The backend the token reaches.
+    fn backend(&self) -> &Backend {
+        &self.app.backends[self.grant.backend]
     }
 
     /// Checks a command against the rules and rewrites scripts.
@@ -259,7 +253,7 @@ impl<'a> Ctx<'a> {
     async fn single(&self, mut command: Command) -> Result<Response, GatewayError> {
         let fix = self.prepare(&mut command)?;
         let reply = self
-            .backend
+            .backend()
             .pipeline(std::slice::from_ref(&command))
             .await?
             .pop()
@@ -288,7 +282,7 @@ impl<'a> Ctx<'a> {
         let mut replies = if to_send.is_empty() {
             Vec::new()
         } else {
-            self.backend.pipeline(&to_send).await?
+            self.backend().pipeline(&to_send).await?
         }
         .into_iter();
         let mut items: Vec<Json> = Vec::with_capacity(checked.len());
@@ -309,7 +303,7 @@ impl<'a> Ctx<'a> {
         for command in commands.iter_mut() {
             fixes.push(self.prepare(command)?);
         }
-        match self.backend.transaction(&commands).await? {
+        match self.backend().transaction(&commands).await? {
             Value::Array(values) => {
                 let items: Vec<Json> = values
                     .into_iter()

@@ -269,14 +269,7 @@ async fn auth_methods_cors_and_health() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_gets_json_errors_and_gateway_keeps_serving() {
     let redis = Redis::start();
-    let gw = Gateway::start_with(&[
-        "--redis",
-        &redis.url(0),
-        "--token",
-        TOKEN,
-        "--max-body-bytes",
-        "4096",
-    ]);
+    let gw = Gateway::in_front_of(&redis, &["--max-body-bytes", "4096"]);
     let c = http();
     let cases: &[(&str, &str, u16, &str)] = &[
         ("/", "{not json", 400, "ERR invalid JSON"),

@@ -14,14 +14,7 @@ use test_support::{Gateway, Redis, TOKEN};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_down_gives_quick_json_errors_then_recovers() {
     let mut redis = Redis::start();
-    let gw = Gateway::start_with(&[
-        "--redis",
-        &redis.url(0),
-        "--token",
-        TOKEN,
-        "--timeout-ms",
-        "2000",
-    ]);
+    let gw = Gateway::in_front_of(&redis, &["--timeout-ms", "2000"]);
     let stop = Arc::new(AtomicBool::new(false));
     let ok = Arc::new(AtomicUsize::new(0));
     let failed = Arc::new(AtomicUsize::new(0));

@@ -159,6 +159,15 @@ impl Gateway {
         ])
     }
 
+    /// Starts the gateway in front of `redis` (database 0) with [`TOKEN`] as its only token, and
+    /// `extra` arguments besides.
+    pub fn in_front_of(redis: &Redis, extra: &[&str]) -> Self {
+        let url = redis.url(0);
+        let mut args = vec!["--redis", &url, "--token", TOKEN];
+        args.extend_from_slice(extra);
+        Self::start_with(&args)
+    }
+
     /// Starts the gateway with these arguments besides `--listen`, and waits for `/healthz`.
     pub fn start_with(args: &[&str]) -> Self {
         let mut gateway = Self {

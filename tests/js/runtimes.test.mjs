@@ -10,7 +10,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, symlinkSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
@@ -22,6 +22,7 @@ import { Redis as UpstashRedis } from "@upstash/redis";
 import { EdgeRuntime } from "edge-runtime";
 import * as esbuild from "esbuild";
 import { Miniflare } from "miniflare";
+import { linkPackage } from "../../scripts/link_pkg.mjs";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const pkgDir = join(root, "pkg");
@@ -31,22 +32,9 @@ const TOKEN = process.env.EDGELIMIT_TEST_TOKEN;
 const skip = !URL_ && "EDGELIMIT_TEST_URL is not set (run under scripts/with_gateway.sh)";
 const DAY = 86_400_000;
 
-if (!existsSync(join(pkgDir, "package.json"))) {
-  throw new Error("pkg/ is not built: run `bash scripts/build_pkg.sh` first");
-}
-
 // Node, Deno and esbuild resolve the bare specifier "edgelimit" from tests/runtimes/ through
-// tests/runtimes/node_modules/edgelimit (gitignored), a link to pkg/, so each reads pkg/package.json.
-mkdirSync(join(runtimesDir, "node_modules"), { recursive: true });
-const link = join(runtimesDir, "node_modules/edgelimit");
-let linked = false;
-try {
-  linked = readlinkSync(link) === "../../../pkg";
-} catch {}
-if (!linked) {
-  rmSync(link, { force: true });
-  symlinkSync("../../../pkg", link, "dir");
-}
+// tests/runtimes/node_modules/edgelimit, a link to pkg/, so each reads pkg/package.json.
+linkPackage(runtimesDir);
 
 const scratch = mkdtempSync(join(tmpdir(), "edgelimit-runtimes-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));

@@ -20,14 +20,10 @@ impl Servers {
     /// Starts both; the gateway accepts [`TOKEN`] and gives Redis 2 s per request.
     pub fn start() -> Self {
         let redis = Redis::start();
-        let gateway = Gateway(test_support::Gateway::start_with(&[
-            "--redis",
-            &redis.url(0),
-            "--token",
-            TOKEN,
-            "--timeout-ms",
-            "2000",
-        ]));
+        let gateway = Gateway(test_support::Gateway::in_front_of(
+            &redis,
+            &["--timeout-ms", "2000"],
+        ));
         Self { redis, gateway }
     }
 }
