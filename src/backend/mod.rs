@@ -70,10 +70,7 @@ pub trait Backend: MaybeSendSync {
         cost: f64,
         params: Algorithm,
     ) -> BoxFuture<'a, Result<Decision>> {
-        Box::pin(async move {
-            let cost = params.cost(cost)?;
-            Ok(self.decide(key, cost, params, None).await?.decision)
-        })
+        checked_decision(self, key, cost, params, None)
     }
 
     /// Like [`Backend::acquire`], with the capacity replaced by the limit stored under `limit_key` when
@@ -85,11 +82,7 @@ pub trait Backend: MaybeSendSync {
         params: Algorithm,
         limit_key: &'a str,
     ) -> BoxFuture<'a, Result<Decision>> {
-        Box::pin(async move {
-            let cost = params.cost(cost)?;
-            let outcome = self.decide(key, cost, params, Some(limit_key)).await?;
-            Ok(outcome.decision)
-        })
+        checked_decision(self, key, cost, params, Some(limit_key))
     }
 
     /// What `key` could take now without waiting.
@@ -113,6 +106,20 @@ pub trait Backend: MaybeSendSync {
             peek.rule.time_until(peek.found.as_ref(), peek.now, cost)
         })
     }
+}
+
+/// `cost` checked for `params`, then decided on `key` (with the dynamic limit under `limit_key`).
+fn checked_decision<'a, B: Backend + ?Sized>(
+    backend: &'a B,
+    key: &'a str,
+    cost: f64,
+    params: Algorithm,
+    limit_key: Option<&'a str>,
+) -> BoxFuture<'a, Result<Decision>> {
+    Box::pin(async move {
+        let cost = params.cost(cost)?;
+        Ok(backend.decide(key, cost, params, limit_key).await?.decision)
+    })
 }
 
 fn unsupported_dynamic_limits(backend: &str) -> Error {
