@@ -14,8 +14,7 @@ pub fn range_error(context: &str, field: &str, text: &str, value: &JsValue) -> J
     bad_input(true, context, field, text, value)
 }
 
-/// Both, built in one place (not inlined: every check calls it).
-#[inline(never)]
+/// Both, built in one place.
 fn bad_input(range: bool, context: &str, field: &str, text: &str, value: &JsValue) -> JsValue {
     let message = [
         context,

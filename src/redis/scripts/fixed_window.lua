@@ -23,10 +23,5 @@ elseif cost > 0 then
   end
 end
 
-if written ~= nil and written ~= used then
-  redis.call('SET', key, written, 'KEEPTTL')
-  if redis.call('PTTL', key) < 0 then
-    redis.call('PEXPIRE', key, window_ms)
-  end
-end
+store_count(key, used, written, window_ms)
 return {allowed, now, limit, window, used}

@@ -40,3 +40,15 @@ local function window_of(keys_from, index)
   end
   return key
 end
+
+-- Writes `count` to the window counter `key` when it differs from `stored`, keeping the key's expiry,
+-- or giving it `ttl_ms` when it has none (@upstash/ratelimit's cachedFixedWindow leaves its counters
+-- without one).
+local function store_count(key, stored, count, ttl_ms)
+  if count ~= nil and count ~= stored then
+    redis.call('SET', key, count, 'KEEPTTL')
+    if redis.call('PTTL', key) < 0 then
+      redis.call('PEXPIRE', key, ttl_ms)
+    end
+  end
+end

@@ -30,10 +30,5 @@ elseif cost > 0 then
   end
 end
 
-if written ~= nil and written ~= current then
-  redis.call('SET', current_key, written, 'KEEPTTL')
-  if redis.call('PTTL', current_key) < 0 then
-    redis.call('PEXPIRE', current_key, window_ms * 2 + 1000)
-  end
-end
+store_count(current_key, current, written, window_ms * 2 + 1000)
 return {allowed, now, limit, window, current, previous}
