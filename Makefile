@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: bootstrap lint build pkg test demo demo-rust bench bench-smoke
+.PHONY: bootstrap lint build pkg test demo demo-rust www bench bench-smoke
 
 ## Install what is missing (wasm32 target, wasm-bindgen-cli, wasm-pack, redis-server, chromium, npm packages).
 bootstrap:
@@ -41,6 +41,11 @@ demo: pkg
 ## decision.
 demo-rust: bootstrap
 	bash scripts/with_gateway.sh cargo run -q --example demo
+
+## The playground: a page that runs the package in the browser (in-memory store), at
+## http://127.0.0.1:8080/ (PORT=... for another) until stopped. See www/.
+www: pkg
+	node www/serve.mjs $${PORT:-8080}
 
 ## Benchmarks beside the peers, measured in one run on a release gateway: target/bench/report.md (printed
 ## at the end), report.json and cpu.svg. See bench/README.md.
