@@ -202,9 +202,9 @@ export interface RateLimitHeadersOptions {
  * The HTTP header fields describing an answer of `limit()` (edgelimit's or `@upstash/ratelimit`'s), as
  * a plain object of header names to string values, ready for `new Response(body, { headers })`.
  * Remaining requests are rounded down, seconds up: `RateLimit-Reset` is the whole seconds until `reset`,
- * and a denial adds `Retry-After`, the seconds until `reset` (at least 1), after which the same client
- * is admitted by the fixed window, the token bucket, GCRA and the ephemeral cache. (A sliding window
- * still weighs the window that ended at `reset`: its client may wait up to one window more.)
+ * and a denial adds `Retry-After`, the whole seconds that pass `reset` (at least 1), after which the
+ * same client is admitted, unless others took the capacity meanwhile (by a sliding window, for one
+ * request: a larger `rate` may have to wait longer).
  * Throws a `TypeError` (wrong type) or `RangeError` (out of range) naming a bad field.
  */
 export function rateLimitHeaders(

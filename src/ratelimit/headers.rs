@@ -41,8 +41,9 @@ const POLICY: &str = "\"default\"";
 /// order a server would send them; `Retry-After` is added when the request was denied.
 ///
 /// `Retry-After` is the response's `retry_after` when it has one (exact for every algorithm), else the
-/// time until its `reset`, and at least a second: a client that waits that long is admitted, unless
-/// others took the capacity in the meantime.
+/// whole seconds that pass its `reset` (so at least 1): a client that waits that long is admitted, unless
+/// others took the capacity in the meantime (with only `reset` known, a sliding window is sure to admit
+/// one request then, not a larger rate).
 pub fn rate_limit_headers(
     response: &Response,
     now_ms: u64,
@@ -78,10 +79,12 @@ pub fn rate_limit_headers(
     }
     if !response.success {
         let wait = match response.retry_after {
-            Some(wait) => seconds(wait),
-            None => reset,
+            Some(wait) => seconds(wait).max(1),
+            // Strictly after the reset: a sliding window still weighs the window that ended at `reset`
+            // fully at that very millisecond, and admits a request from the next one.
+            None => response.reset.saturating_sub(now_ms) / 1_000 + 1,
         };
-        headers.push(("Retry-After", wait.max(1).to_string()));
+        headers.push(("Retry-After", wait.to_string()));
     }
     headers
 }
@@ -183,6 +186,11 @@ mod tests {
         let from_reset = answer(false, 0.0, START_MS + 2_500, None);
         let headers = rate_limit_headers(&from_reset, START_MS, options);
         assert_eq!(get(&headers, "Retry-After"), Some("3"));
+        // On a whole second, one more: a client arriving at the reset itself may still be denied.
+        let on_the_second = answer(false, 0.0, START_MS + 2_000, None);
+        let headers = rate_limit_headers(&on_the_second, START_MS, options);
+        assert_eq!(get(&headers, "RateLimit-Reset"), Some("2"));
+        assert_eq!(get(&headers, "Retry-After"), Some("3"));
 
         // A fail-closed answer resets now: still a second to wait, never 0.
         let now = answer(false, 0.0, START_MS, None);
@@ -254,7 +262,8 @@ mod tests {
     }
 
     /// For every algorithm on a real limiter: the last admitted request and the first denied one, then
-    /// a client that waits exactly `Retry-After` seconds is admitted.
+    /// a client that waits exactly `Retry-After` seconds is admitted, whether the answer has its
+    /// `retry_after` or, as a JavaScript answer, only its `reset`; for every start in a window.
     #[test]
     fn a_client_that_waits_retry_after_is_admitted() {
         let window = Duration::from_secs(10);
@@ -264,10 +273,18 @@ mod tests {
             TokenBucket::new(1, window, 3).unwrap().into(),
             Gcra::new(3, window, 3).unwrap().into(),
         ];
-        for algorithm in algorithms {
-            let name = algorithm.name();
-            // Mid-window, so that rounding up to whole seconds matters.
-            let clock = ManualClock::from_millis(START_MS + 2_345);
+        // On a window's start, on a whole second and mid-second, so that rounding matters.
+        let starts = [0, 2_000, 2_345, 9_999];
+        for (algorithm, start, reset_only) in algorithms.iter().flat_map(|a| {
+            starts
+                .iter()
+                .flat_map(move |s| [(*a, *s, false), (*a, *s, true)])
+        }) {
+            let name = format!(
+                "{} from +{start} ms, reset only: {reset_only}",
+                algorithm.name()
+            );
+            let clock = ManualClock::from_millis(START_MS + start);
             let store = MemoryBackend::new().with_clock(clock.clone());
             let limiter = Ratelimit::new(store, algorithm)
                 .with_ephemeral_cache(None)
@@ -288,24 +305,31 @@ mod tests {
                 assert_eq!(get(&headers, "RateLimit-Remaining"), Some("0"), "{name}");
                 assert_eq!(get(&headers, "Retry-After"), None, "{name}");
 
-                let denied = limiter.limit("u", 1.0).await.unwrap();
+                let mut denied = limiter.limit("u", 1.0).await.unwrap();
                 assert!(!denied.success, "{name}");
+                if reset_only {
+                    denied.retry_after = None;
+                }
                 let headers = rate_limit_headers(&denied, now_ms(), options);
                 assert_eq!(get(&headers, "RateLimit-Remaining"), Some("0"), "{name}");
                 let reset: u64 = get(&headers, "RateLimit-Reset").unwrap().parse().unwrap();
                 assert!((1..=11).contains(&reset), "{name}: reset {reset}");
                 let wait: u64 = get(&headers, "Retry-After").unwrap().parse().unwrap();
-                assert!((1..=10).contains(&wait), "{name}: Retry-After {wait}");
+                assert!((1..=11).contains(&wait), "{name}: Retry-After {wait}");
 
-                // A second less is (for these whole-second limits) too early ...
-                clock.advance(Duration::from_secs(wait - 1));
-                let early = limiter.get_remaining("u").await.unwrap().remaining;
-                assert!(
-                    early < 1.0,
-                    "{name}: {early} left a second before Retry-After"
-                );
+                if !reset_only {
+                    // A second less is (for these whole-second limits) too early ...
+                    clock.advance(Duration::from_secs(wait - 1));
+                    let early = limiter.get_remaining("u").await.unwrap().remaining;
+                    assert!(
+                        early < 1.0,
+                        "{name}: {early} left a second before Retry-After"
+                    );
+                    clock.advance(Duration::from_secs(1));
+                } else {
+                    clock.advance(Duration::from_secs(wait));
+                }
                 // ... and Retry-After is enough.
-                clock.advance(Duration::from_secs(1));
                 let retried = limiter.limit("u", 1.0).await.unwrap();
                 assert!(retried.success, "{name}: denied after Retry-After {wait} s");
             });

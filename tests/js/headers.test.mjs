@@ -22,7 +22,7 @@ test("the separate fields: what is left rounded down, seconds until the reset ro
   assert.equal(at(NOW, NOW + 10), "0", "already past");
 });
 
-test("a denial adds Retry-After: the seconds until the reset, rounded up, at least 1", () => {
+test("a denial adds Retry-After: the whole seconds that pass the reset", () => {
   const denied = (reset) => rateLimitHeaders({ success: false, limit: 10, remaining: 0, reset }, { now: NOW });
   assert.deepEqual(denied(NOW + 2_500), {
     "RateLimit-Limit": "10",
@@ -30,7 +30,14 @@ test("a denial adds Retry-After: the seconds until the reset, rounded up, at lea
     "RateLimit-Reset": "3",
     "Retry-After": "3",
   });
-  assert.equal(denied(NOW + 2_000)["Retry-After"], "2");
+  assert.equal(denied(NOW + 2_999)["Retry-After"], "3");
+  // On a whole second, one more: a client arriving at the reset itself may still be denied.
+  assert.deepEqual(denied(NOW + 2_000), {
+    "RateLimit-Limit": "10",
+    "RateLimit-Remaining": "0",
+    "RateLimit-Reset": "2",
+    "Retry-After": "3",
+  });
   assert.equal(denied(NOW)["Retry-After"], "1", "a fail-closed answer resets now");
   assert.equal(rateLimitHeaders({ success: true, limit: 10, remaining: 0, reset: NOW + 2_500 }, { now: NOW })["Retry-After"], undefined);
 });
@@ -57,24 +64,26 @@ test("the draft styles combine the fields and add the policy", () => {
   });
 });
 
-test("a client that waits Retry-After is admitted (a real in-memory limiter)", async () => {
-  const ratelimit = new Ratelimit({ limiter: Ratelimit.fixedWindow(2, "1 s"), ephemeralCache: false });
-  // Not in the last 100 ms of a second, so that the three calls share one window.
-  while (Date.now() % 1_000 > 900) await new Promise((resolve) => setTimeout(resolve, 10));
-  await ratelimit.limit("u");
-  const last = await ratelimit.limit("u");
-  const lastHeaders = rateLimitHeaders(last, { now: Date.now() });
-  assert.equal(last.success, true);
-  assert.equal(lastHeaders["RateLimit-Remaining"], "0");
-  assert.equal(lastHeaders["Retry-After"], undefined);
+for (const [name, limiter] of [["fixedWindow", () => Ratelimit.fixedWindow(2, "1 s")], ["slidingWindow", () => Ratelimit.slidingWindow(2, "1 s")]]) {
+  test(`a client that waits Retry-After is admitted (a real in-memory ${name})`, async () => {
+    const ratelimit = new Ratelimit({ limiter: limiter(), ephemeralCache: false });
+    // Not in the last 100 ms of a second, so that the three calls share one window.
+    while (Date.now() % 1_000 > 900) await new Promise((resolve) => setTimeout(resolve, 10));
+    await ratelimit.limit("u");
+    const last = await ratelimit.limit("u");
+    const lastHeaders = rateLimitHeaders(last, { now: Date.now() });
+    assert.equal(last.success, true);
+    assert.equal(lastHeaders["RateLimit-Remaining"], "0");
+    assert.equal(lastHeaders["Retry-After"], undefined);
 
-  const denied = await ratelimit.limit("u");
-  const headers = rateLimitHeaders(denied);
-  assert.equal(denied.success, false);
-  assert.deepEqual(headers, { "RateLimit-Limit": "2", "RateLimit-Remaining": "0", "RateLimit-Reset": "1", "Retry-After": "1" });
-  await new Promise((resolve) => setTimeout(resolve, Number(headers["Retry-After"]) * 1_000));
-  assert.equal((await ratelimit.limit("u")).success, true, "admitted after Retry-After");
-});
+    const denied = await ratelimit.limit("u");
+    const headers = rateLimitHeaders(denied);
+    assert.equal(denied.success, false);
+    assert.deepEqual(headers, { "RateLimit-Limit": "2", "RateLimit-Remaining": "0", "RateLimit-Reset": "1", "Retry-After": "1" });
+    await new Promise((resolve) => setTimeout(resolve, Number(headers["Retry-After"]) * 1_000));
+    assert.equal((await ratelimit.limit("u")).success, true, "admitted after Retry-After");
+  });
+}
 
 test("bad input throws a TypeError or RangeError naming the field", () => {
   const ok = { success: true, limit: 10, remaining: 3, reset: NOW };
