@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: bootstrap lint build pkg test demo bench bench-smoke
+.PHONY: bootstrap lint build pkg test demo demo-rust www bench bench-smoke
 
 ## Install what is missing (wasm32 target, wasm-bindgen-cli, wasm-pack, redis-server, chromium, npm packages).
 bootstrap:
@@ -31,9 +31,21 @@ test: lint
 	bash scripts/with_gateway.sh node --test tests/js/
 	$(MAKE) --no-print-directory bench-smoke
 
-## Every algorithm on the in-memory backend and on Redis through the gateway, decision by decision.
-demo: bootstrap
+## A Worker protected by the package, in workerd (miniflare), with Redis behind the gateway: a few seconds
+## of traffic from several clients, what the limiter decided each second, and the headers a client saw.
+## See examples/worker/demo.mjs.
+demo: pkg
+	bash scripts/with_gateway.sh node examples/worker/demo.mjs
+
+## The Rust API: every algorithm on the in-memory backend and on Redis through the gateway, decision by
+## decision.
+demo-rust: bootstrap
 	bash scripts/with_gateway.sh cargo run -q --example demo
+
+## The playground: a page that runs the package in the browser (in-memory store), at
+## http://127.0.0.1:8080/ (PORT=... for another) until stopped. See www/.
+www: pkg
+	node www/serve.mjs $${PORT:-8080}
 
 ## Benchmarks beside the peers, measured in one run on a release gateway: target/bench/report.md (printed
 ## at the end), report.json and cpu.svg. See bench/README.md.

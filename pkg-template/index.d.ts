@@ -180,3 +180,34 @@ export class Ratelimit {
    */
   static gcra(limit: number, period: Duration, options?: { /** Most requests admitted at once. */ burst?: number }): Limiter;
 }
+
+/** Options of `rateLimitHeaders`. */
+export interface RateLimitHeadersOptions {
+  /** The current time, in milliseconds since the Unix epoch. Default `Date.now()`. */
+  now?: number;
+  /**
+   * Which revision of the IETF draft "RateLimit header fields for HTTP" to follow:
+   * - `"separate"` (default): `RateLimit-Limit: 10`, `RateLimit-Remaining: 3`, `RateLimit-Reset: 5`
+   *   (drafts 00–06, what most servers send today);
+   * - `"draft-07"`: `RateLimit: limit=10, remaining=3, reset=5` and, with `window`, `RateLimit-Policy: 10;w=10`;
+   * - `"draft-11"`: `RateLimit: "default";r=3;t=5` and `RateLimit-Policy: "default";q=10;w=10`
+   *   (`w` only with `window`), the syntax of drafts 08–11.
+   */
+  style?: "separate" | "draft-07" | "draft-11";
+  /** The limit's window (or period, or refill interval), for `RateLimit-Policy`. */
+  window?: Duration;
+}
+
+/**
+ * The HTTP header fields describing an answer of `limit()` (edgelimit's or `@upstash/ratelimit`'s), as
+ * a plain object of header names to string values, ready for `new Response(body, { headers })`.
+ * Remaining requests are rounded down, seconds up: `RateLimit-Reset` is the whole seconds until `reset`,
+ * and a denial adds `Retry-After`, the whole seconds that pass `reset` (at least 1), after which the
+ * same client is admitted, unless others took the capacity meanwhile (by a sliding window, for one
+ * request: a larger `rate` may have to wait longer).
+ * Throws a `TypeError` (wrong type) or `RangeError` (out of range) naming a bad field.
+ */
+export function rateLimitHeaders(
+  response: Pick<LimitResponse, "success" | "limit" | "remaining" | "reset">,
+  options?: RateLimitHeadersOptions,
+): Record<string, string>;

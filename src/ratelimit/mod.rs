@@ -5,10 +5,12 @@
 //! Keys are `<prefix>:<identifier>`, the layout of `@upstash/ratelimit`, so both can share one limit.
 
 mod ephemeral_cache;
+mod headers;
 mod local_counts;
 mod settings;
 
 pub use ephemeral_cache::EphemeralCache;
+pub use headers::{rate_limit_headers, HeaderOptions, HeaderStyle};
 pub(crate) use settings::Settings;
 
 use crate::algorithm::{Algorithm, Cost, MAX_COUNT};

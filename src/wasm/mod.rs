@@ -29,6 +29,7 @@
 //! `make bench` measures each of these beside `@upstash/ratelimit` and `rate-limiter-flexible`.
 
 mod errors;
+mod headers;
 mod limiter;
 mod options;
 mod promise;
