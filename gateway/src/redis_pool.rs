@@ -13,6 +13,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use crate::command::Command;
 use crate::error::GatewayError;
 
+/// How long `/readyz` waits for PING.
+const READY_TIMEOUT: Duration = Duration::from_millis(1000);
+
 /// One Redis server (one database) behind the gateway.
 pub struct Backend {
     client: Client,
@@ -59,6 +62,23 @@ impl Backend {
             slots: Arc::new(Semaphore::new(dedicated)),
             timeout,
         })
+    }
+
+    /// Whether Redis answers PING within `READY_TIMEOUT` on the shared connection: an error
+    /// while it is unreachable, busy (a long script: `BUSY`) or loading its data.
+    pub async fn ready(&self) -> Result<(), GatewayError> {
+        let mut conn = self.shared.clone();
+        let ping = async move { redis::cmd("PING").query_async::<Value>(&mut conn).await };
+        match tokio::time::timeout(READY_TIMEOUT.min(self.timeout), ping).await {
+            Ok(Ok(Value::ServerError(e))) => {
+                Err(GatewayError::Unavailable(crate::encoding::error_text(&e)))
+            }
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(GatewayError::Unavailable(e.to_string())),
+            Err(_) => Err(GatewayError::Unavailable(
+                "redis did not answer PING in time".to_owned(),
+            )),
+        }
     }
 
     /// Runs commands as one pipeline (one write, one round trip) on the shared connection and

@@ -87,6 +87,7 @@ fn router(app: Arc<App>) -> Router {
             post(multi_exec).put(multi_exec).get(body_required),
         )
         .route("/healthz", get(healthz).post(path_form).put(path_form))
+        .route("/readyz", get(readyz).post(path_form).put(path_form))
         .route("/{*command}", get(path_form).post(path_form).put(path_form))
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(app.max_body_bytes))
@@ -158,9 +159,18 @@ impl<S: Send + Sync> FromRequestParts<S> for Base64 {
     }
 }
 
-/// `GET /healthz`: answers without a token and without Redis.
+/// `GET /healthz`: answers without a token and without Redis (liveness: the process serves HTTP).
 async fn healthz() -> Response {
     json_response(StatusCode::OK, &json!({ "result": "OK" }))
+}
+
+/// `GET /readyz`: answers without a token, 200 once every Redis answers PING in time, 503 while
+/// one is unreachable or busy (a load balancer then sends traffic elsewhere).
+async fn readyz(State(app): State<Arc<App>>) -> Result<Response, GatewayError> {
+    for backend in &app.backends {
+        backend.ready().await?;
+    }
+    Ok(json_response(StatusCode::OK, &json!({ "result": "OK" })))
 }
 
 /// `POST /`: one command array.

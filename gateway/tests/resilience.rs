@@ -161,3 +161,42 @@ return 'done'"#;
         "gateway did not exit cleanly"
     );
 }
+
+/// GET /readyz without a token; its status.
+async fn readyz(client: &Http, gw: &Gateway) -> u16 {
+    send(client, "GET", &format!("{}/readyz", gw.url()), &[], "")
+        .await
+        .status
+}
+
+/// Polls /readyz until it answers `want`; panics after `within`.
+async fn wait_readyz(client: &Http, gw: &Gateway, want: u16, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let status = readyz(client, gw).await;
+        if status == want {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "/readyz still answers {status}, expected {want}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_follows_redis_while_healthz_stays_up() {
+    let mut redis = Redis::start();
+    let gw = Gateway::in_front_of(&redis, &["--timeout-ms", "2000"]);
+    let c = http();
+    assert_eq!(readyz(&c, &gw).await, 200);
+    redis.stop();
+    wait_readyz(&c, &gw, 503, Duration::from_secs(5)).await;
+    let r = send(&c, "GET", &format!("{}/readyz", gw.url()), &[], "").await;
+    assert!(r.json["error"].is_string(), "{:?}", r.json);
+    let health = send(&c, "GET", &format!("{}/healthz", gw.url()), &[], "").await;
+    assert_eq!(health.status, 200, "liveness does not depend on Redis");
+    redis.restart();
+    wait_readyz(&c, &gw, 200, Duration::from_secs(10)).await;
+}
