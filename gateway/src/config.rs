@@ -53,6 +53,21 @@ pub struct Args {
     #[arg(long, env = "GATEWAY_DENY_COMMANDS", default_value = DEFAULT_DENIED)]
     pub deny_commands: String,
 
+    /// Run only known Lua scripts: EVAL, EVALSHA and SCRIPT LOAD of edgelimit's scripts,
+    /// `@upstash/ratelimit` 2.2.0's and those of `--scripts-file`; anything else gets 403.
+    #[arg(long, env = "GATEWAY_KNOWN_SCRIPTS_ONLY")]
+    pub known_scripts_only: bool,
+
+    /// More known scripts for `--known-scripts-only`: a file of SHA-1s (one per line, `#`
+    /// comments) or one script's text. Repeat the flag (or separate with commas) for several.
+    #[arg(
+        long,
+        env = "GATEWAY_SCRIPTS_FILE",
+        value_name = "FILE",
+        value_delimiter = ','
+    )]
+    pub scripts_file: Vec<PathBuf>,
+
     /// Most dedicated Redis connections open at once for `/multi-exec` (per Redis URL).
     #[arg(long, env = "GATEWAY_MULTI_CONNECTIONS", default_value_t = 32)]
     pub multi_connections: usize,
@@ -86,6 +101,10 @@ pub struct Config {
     pub denied: Vec<String>,
     /// Dedicated connections per backend for transactions.
     pub multi_connections: usize,
+    /// Whether only known scripts may run.
+    pub known_scripts_only: bool,
+    /// Files of extra known scripts.
+    pub scripts_files: Vec<PathBuf>,
 }
 
 impl Config {
@@ -104,7 +123,12 @@ impl Config {
                 .filter(|c| !c.is_empty())
                 .collect(),
             multi_connections: args.multi_connections.max(1),
+            known_scripts_only: args.known_scripts_only,
+            scripts_files: args.scripts_file,
         };
+        if !config.known_scripts_only && !config.scripts_files.is_empty() {
+            return Err("--scripts-file needs --known-scripts-only".into());
+        }
         if args.token.is_some() || args.readonly_token.is_some() {
             let url = args
                 .redis

@@ -5,6 +5,7 @@ mod command;
 mod config;
 mod encoding;
 mod error;
+mod known_scripts;
 mod policy;
 mod redis_pool;
 mod routes;
@@ -21,6 +22,7 @@ use tracing_subscriber::EnvFilter;
 
 use crate::auth::TokenTable;
 use crate::config::{Args, Config};
+use crate::known_scripts::KnownScripts;
 use crate::policy::Policy;
 use crate::redis_pool::Backend;
 use crate::routes::App;
@@ -32,7 +34,13 @@ fn build_app(config: &Config) -> Result<Arc<App>, String> {
         .iter()
         .map(|url| Backend::new(url, config.timeout, config.multi_connections))
         .collect::<Result<Vec<_>, _>>()?;
+    let known_scripts = if config.known_scripts_only {
+        Some(KnownScripts::new(&config.scripts_files)?)
+    } else {
+        None
+    };
     Ok(Arc::new(App {
+        known_scripts,
         backends,
         tokens: TokenTable::new(&config.tokens),
         policy: Policy::new(&config.denied),

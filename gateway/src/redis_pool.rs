@@ -13,12 +13,19 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use crate::command::Command;
 use crate::error::GatewayError;
 
+/// How long `SCRIPT KILL` may take: Redis reads other clients only once a script has run for
+/// `busy-reply-threshold` (5 s by default), so the kill waits at least that long.
+const KILL_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// How long `/readyz` waits for PING.
 const READY_TIMEOUT: Duration = Duration::from_millis(1000);
 
 /// One Redis server (one database) behind the gateway.
 pub struct Backend {
     client: Client,
+    /// The same server, database 0, no `CLIENT SETINFO`: the handshake of a connection that must
+    /// work while Redis runs a script and answers `BUSY` to nearly everything (`SELECT` included).
+    kill_client: Client,
     shared: ConnectionManager,
     idle: Arc<Mutex<Vec<MultiplexedConnection>>>,
     slots: Arc<Semaphore>,
@@ -55,8 +62,17 @@ impl Backend {
             .set_max_delay(Duration::from_millis(200));
         let shared = ConnectionManager::new_lazy_with_config(client.clone(), config)
             .map_err(|e| format!("cannot set up Redis connection to {url:?}: {e}"))?;
+        let info = client.get_connection_info().clone();
+        let settings = info
+            .redis_settings()
+            .clone()
+            .set_db(0)
+            .set_skip_set_lib_name();
+        let kill_client = Client::open(info.set_redis_settings(settings))
+            .map_err(|e| format!("invalid Redis URL {url:?}: {e}"))?;
         Ok(Self {
             client,
+            kill_client,
             shared,
             idle: Arc::new(Mutex::new(Vec::new())),
             slots: Arc::new(Semaphore::new(dedicated)),
@@ -93,6 +109,33 @@ impl Backend {
         match tokio::time::timeout(self.timeout, run).await {
             Ok(Ok(values)) => Ok(values),
             Ok(Err(e)) => Err(io_error(e)),
+            Err(_) => Err(GatewayError::Timeout),
+        }
+    }
+
+    /// Runs `SCRIPT KILL` or `FUNCTION KILL` on a connection of its own, opened for it and closed
+    /// after: on the shared connection it would queue behind the very script it should stop.
+    pub async fn kill(&self, command: &Command) -> Result<Value, GatewayError> {
+        let run = async {
+            let deadline = self.timeout.max(KILL_TIMEOUT);
+            let config = AsyncConnectionConfig::new()
+                .set_connection_timeout(Some(deadline))
+                .set_response_timeout(Some(deadline));
+            let mut conn = self
+                .kill_client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await
+                .map_err(io_error)?;
+            match conn.req_packed_command(&to_cmd(command)).await {
+                Ok(value) => Ok(value),
+                Err(e) => match e.try_into() {
+                    Ok(server_error) => Ok(Value::ServerError(server_error)),
+                    Err(e) => Err(io_error(e)),
+                },
+            }
+        };
+        match tokio::time::timeout(self.timeout.max(KILL_TIMEOUT), run).await {
+            Ok(result) => result,
             Err(_) => Err(GatewayError::Timeout),
         }
     }

@@ -23,7 +23,8 @@ use crate::auth::{Grant, TokenTable};
 use crate::command::{self, Command};
 use crate::encoding::{error_text, result_item};
 use crate::error::{json_response, GatewayError};
-use crate::policy::Policy;
+use crate::known_scripts::KnownScripts;
+use crate::policy::{self, Policy};
 use crate::redis_pool::Backend;
 use crate::scripts::{ReplyFix, ScriptMap};
 
@@ -38,6 +39,8 @@ pub struct App {
     pub tokens: TokenTable,
     /// Command rules.
     pub policy: Policy,
+    /// The scripts that may run, under `--known-scripts-only`.
+    pub known_scripts: Option<KnownScripts>,
     /// Shebang rewrites shared by all backends (the mapping depends only on the script text).
     pub scripts: ScriptMap,
     /// Body size limit in bytes.
@@ -248,6 +251,12 @@ fn apply_fix(value: Value, fix: &ReplyFix) -> Value {
     }
 }
 
+/// One command of a pipeline: answered already, or waiting for its reply from the shared batch.
+enum Slot {
+    Done(Json),
+    Shared(ReplyFix),
+}
+
 impl Call {
     /// The backend the token reaches.
     fn backend(&self) -> &Backend {
@@ -257,17 +266,23 @@ impl Call {
     /// Checks a command against the rules and rewrites scripts.
     fn prepare(&self, command: &mut Command) -> Result<ReplyFix, GatewayError> {
         self.app.policy.check(command, self.grant.readonly)?;
+        if let Some(known) = &self.app.known_scripts {
+            known.check(command)?;
+        }
         Ok(self.app.scripts.rewrite(command))
     }
 
     async fn single(&self, mut command: Command) -> Result<Response, GatewayError> {
         let fix = self.prepare(&mut command)?;
-        let reply = self
-            .backend()
-            .pipeline(std::slice::from_ref(&command))
-            .await?
-            .pop()
-            .ok_or_else(|| GatewayError::Unavailable("redis sent no reply".to_owned()))?;
+        let reply = if policy::is_kill(&command) {
+            self.backend().kill(&command).await?
+        } else {
+            self.backend()
+                .pipeline(std::slice::from_ref(&command))
+                .await?
+                .pop()
+                .ok_or_else(|| GatewayError::Unavailable("redis sent no reply".to_owned()))?
+        };
         match apply_fix(reply, &fix) {
             Value::ServerError(e) => Err(GatewayError::Redis(error_text(&e))),
             value => Ok(json_response(
@@ -277,34 +292,43 @@ impl Call {
         }
     }
 
-    async fn pipeline(&self, mut commands: Vec<Command>) -> Result<Response, GatewayError> {
-        // Commands refused by policy answer in place; the others go to Redis in one batch.
-        let mut checked: Vec<Result<ReplyFix, GatewayError>> = Vec::with_capacity(commands.len());
-        for command in commands.iter_mut() {
-            checked.push(self.prepare(command));
+    async fn pipeline(&self, commands: Vec<Command>) -> Result<Response, GatewayError> {
+        // Commands refused by policy answer in place; kills go out on their own connection (in
+        // order, before the batch: a kill must not wait behind a busy script); the others go to
+        // Redis in one batch.
+        let mut slots: Vec<Slot> = Vec::with_capacity(commands.len());
+        let mut to_send: Vec<Command> = Vec::with_capacity(commands.len());
+        for mut command in commands {
+            slots.push(match self.prepare(&mut command) {
+                Err(error) => Slot::Done(error.to_json()),
+                Ok(_) if policy::is_kill(&command) => {
+                    Slot::Done(match self.backend().kill(&command).await {
+                        Ok(value) => result_item(&value, self.base64),
+                        Err(error) => error.to_json(),
+                    })
+                }
+                Ok(fix) => {
+                    to_send.push(command);
+                    Slot::Shared(fix)
+                }
+            });
         }
-        let to_send: Vec<Command> = commands
-            .into_iter()
-            .zip(&checked)
-            .filter(|(_, c)| c.is_ok())
-            .map(|(command, _)| command)
-            .collect();
         let mut replies = if to_send.is_empty() {
             Vec::new()
         } else {
             self.backend().pipeline(&to_send).await?
         }
         .into_iter();
-        let mut items: Vec<Json> = Vec::with_capacity(checked.len());
-        for check in &checked {
-            items.push(match check {
-                Ok(fix) => match replies.next() {
-                    Some(value) => result_item(&apply_fix(value, fix), self.base64),
+        let items: Vec<Json> = slots
+            .into_iter()
+            .map(|slot| match slot {
+                Slot::Done(item) => item,
+                Slot::Shared(fix) => match replies.next() {
+                    Some(value) => result_item(&apply_fix(value, &fix), self.base64),
                     None => json!({ "error": "ERR redis sent too few replies" }),
                 },
-                Err(error) => error.to_json(),
-            });
-        }
+            })
+            .collect();
         Ok(json_response(StatusCode::OK, &Json::Array(items)))
     }
 

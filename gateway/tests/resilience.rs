@@ -162,29 +162,6 @@ return 'done'"#;
     );
 }
 
-/// GET /readyz without a token; its status.
-async fn readyz(client: &Http, gw: &Gateway) -> u16 {
-    send(client, "GET", &format!("{}/readyz", gw.url()), &[], "")
-        .await
-        .status
-}
-
-/// Polls /readyz until it answers `want`; panics after `within`.
-async fn wait_readyz(client: &Http, gw: &Gateway, want: u16, within: Duration) {
-    let deadline = Instant::now() + within;
-    loop {
-        let status = readyz(client, gw).await;
-        if status == want {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "/readyz still answers {status}, expected {want}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_follows_redis_while_healthz_stays_up() {
     let mut redis = Redis::start();

@@ -60,14 +60,22 @@ impl Drop for Process {
 pub struct Redis {
     /// The port it listens on.
     pub port: u16,
+    args: Vec<String>,
     process: Process,
 }
 
 impl Redis {
     /// Starts redis-server and waits until it answers PING.
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// Starts redis-server with extra configuration arguments (e.g. `--busy-reply-threshold 200`),
+    /// kept for [`Redis::restart`].
+    pub fn start_with(args: &[&str]) -> Self {
         let mut redis = Self {
             port: free_port(),
+            args: args.iter().map(|arg| arg.to_string()).collect(),
             process: Process(None),
         };
         redis.spawn();
@@ -78,6 +86,7 @@ impl Redis {
         let child = Command::new("redis-server")
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
+            .args(&self.args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
