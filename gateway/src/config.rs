@@ -68,6 +68,12 @@ pub struct Args {
     )]
     pub scripts_file: Vec<PathBuf>,
 
+    /// Serve even if the Redis user may run commands the gateway denies (the default user
+    /// may run everything, and Lua scripts run with its rights). Without it the gateway checks
+    /// the user's ACL rules at start-up and refuses to start.
+    #[arg(long, env = "GATEWAY_UNSAFE_ALLOW_ADMIN")]
+    pub unsafe_allow_admin: bool,
+
     /// Most dedicated Redis connections open at once for `/multi-exec` (per Redis URL).
     #[arg(long, env = "GATEWAY_MULTI_CONNECTIONS", default_value_t = 32)]
     pub multi_connections: usize,
@@ -101,6 +107,8 @@ pub struct Config {
     pub denied: Vec<String>,
     /// Dedicated connections per backend for transactions.
     pub multi_connections: usize,
+    /// Whether to skip the ACL check of the Redis users.
+    pub unsafe_allow_admin: bool,
     /// Whether only known scripts may run.
     pub known_scripts_only: bool,
     /// Files of extra known scripts.
@@ -123,6 +131,7 @@ impl Config {
                 .filter(|c| !c.is_empty())
                 .collect(),
             multi_connections: args.multi_connections.max(1),
+            unsafe_allow_admin: args.unsafe_allow_admin,
             known_scripts_only: args.known_scripts_only,
             scripts_files: args.scripts_file,
         };

@@ -1,5 +1,6 @@
 //! `edgelimit-gateway`: an Upstash-compatible REST server in front of redis-server.
 
+mod acl;
 mod auth;
 mod command;
 mod config;
@@ -13,6 +14,7 @@ mod scripts;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::Request;
 use axum::serve::ListenerExt;
@@ -20,6 +22,7 @@ use axum::ServiceExt;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
+use crate::acl::AclError;
 use crate::auth::TokenTable;
 use crate::config::{Args, Config};
 use crate::known_scripts::KnownScripts;
@@ -48,6 +51,41 @@ fn build_app(config: &Config) -> Result<Arc<App>, String> {
         max_body_bytes: config.max_body_bytes,
         sync_counter: AtomicU64::new(0),
     }))
+}
+
+/// Checks that every Redis user refuses the denied commands (see `acl.rs`). A Redis that cannot be
+/// reached now is checked in the background once it can be, and the process exits if the check
+/// fails then: the gateway starts while Redis is down, but never serves an all-powerful user.
+async fn check_redis_users(config: &Config) -> Result<(), String> {
+    if config.unsafe_allow_admin {
+        tracing::info!("--unsafe-allow-admin: the Redis users' ACL rules are not checked");
+        return Ok(());
+    }
+    for url in &config.redis_urls {
+        match acl::check(url, &config.denied, config.timeout).await {
+            Ok(()) => {}
+            Err(AclError::Refused(message)) => return Err(message),
+            Err(AclError::Unreachable(error)) => {
+                tracing::warn!(%error, "cannot check the Redis user's ACL rules yet; retrying");
+                let (url, denied, timeout) = (url.clone(), config.denied.clone(), config.timeout);
+                tokio::spawn(async move {
+                    loop {
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        match acl::check(&url, &denied, timeout).await {
+                            Ok(()) => return,
+                            Err(AclError::Unreachable(_)) => {}
+                            Err(AclError::Refused(message)) => {
+                                tracing::error!("{message}");
+                                eprintln!("edgelimit-gateway: {message}");
+                                std::process::exit(2);
+                            }
+                        }
+                    }
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Resolves on SIGTERM or SIGINT.
@@ -95,6 +133,10 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
+    if let Err(message) = check_redis_users(&config).await {
+        eprintln!("edgelimit-gateway: {message}");
+        return std::process::ExitCode::from(2);
+    }
     let listener = match tokio::net::TcpListener::bind(config.listen).await {
         Ok(listener) => listener,
         Err(e) => {

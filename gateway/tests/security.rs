@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::json;
-use test_support::{Gateway, Redis, TOKEN};
+use test_support::{gateway_refusal, Gateway, Redis, TOKEN};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn script_kill_reaches_a_redis_busy_with_an_endless_script() {
@@ -147,4 +147,97 @@ async fn known_scripts_only_refuses_any_other_lua() {
 
 fn sha1_hex(text: &str) -> String {
     sha1_smol::Sha1::from(text).digest().to_string()
+}
+
+/// The ACL rules of gateway/README.md ("Redis ACL"), for a user `name` with password `pass`.
+fn restricted_user(redis: &Redis, name: &str, pass: &str, extra: &[&str]) {
+    let rules = "on ~* &* +@all -flushall -flushdb -swapdb -migrate -config -debug -shutdown \
+                 -module -acl +acl|dryrun -save -bgsave -bgrewriteaof -replicaof -slaveof \
+                 -failover -function +function|kill +function|list +function|stats";
+    let mut cmd = redis::cmd("ACL");
+    cmd.arg("SETUSER").arg(name).arg(format!(">{pass}"));
+    for rule in rules.split_whitespace().chain(extra.iter().copied()) {
+        cmd.arg(rule);
+    }
+    let _: () = cmd.query(&mut redis.conn(0)).expect("ACL SETUSER");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restricted_redis_user_stops_lua_from_flushing_or_migrating() {
+    let redis = Redis::start();
+    restricted_user(&redis, "gateway", "s3cret", &[]);
+    let _: () = redis::cmd("SET")
+        .arg("keep")
+        .arg("me")
+        .query(&mut redis.conn(0))
+        .expect("set");
+    let url = format!("redis://gateway:s3cret@127.0.0.1:{}/0", redis.port);
+    let gw = Gateway::start_strict(&["--redis", &url, "--token", TOKEN]);
+    let c = http();
+    for script in [
+        "return redis.call('FLUSHALL')",
+        "return redis.call('FLUSHDB')",
+        "return redis.call('MIGRATE', '127.0.0.1', '1', 'keep', '0', '100')",
+        "return redis.call('SWAPDB', '0', '1')",
+    ] {
+        let r = post(&c, &gw, "/", &json!(["EVAL", script, 0]).to_string()).await;
+        assert_eq!(r.status, 400, "{script}: {:?}", r.json);
+        assert!(
+            r.json["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("can't run this command")),
+            "{script}: {:?}",
+            r.json
+        );
+    }
+    let kept: Option<String> = redis::cmd("GET")
+        .arg("keep")
+        .query(&mut redis.conn(0))
+        .expect("get");
+    assert_eq!(kept.as_deref(), Some("me"), "the data survives");
+    // Everything else still works for that user.
+    let r = post(
+        &c,
+        &gw,
+        "/",
+        r#"["EVAL","return redis.call('GET', KEYS[1])",1,"keep"]"#,
+    )
+    .await;
+    assert_eq!(r.json, json!({"result": "me"}));
+    let r = post(&c, &gw, "/multi-exec", r#"[["INCR","n"],["GET","keep"]]"#).await;
+    assert_eq!(r.json, json!([{"result": 1}, {"result": "me"}]));
+}
+
+#[test]
+fn the_gateway_refuses_to_start_with_a_user_that_may_run_denied_commands() {
+    let redis = Redis::start();
+    // The default user may run everything.
+    let stderr = gateway_refusal(&["--redis", &redis.url(0), "--token", TOKEN]);
+    for named in ["flushall", "migrate", "config|set", "--unsafe-allow-admin"] {
+        assert!(stderr.contains(named), "{named} missing from: {stderr}");
+    }
+    // A user restricted except for FLUSHALL: only FLUSHALL is named.
+    restricted_user(&redis, "almost", "pw", &["+flushall"]);
+    let url = format!("redis://almost:pw@127.0.0.1:{}/0", redis.port);
+    let stderr = gateway_refusal(&["--redis", &url, "--token", TOKEN]);
+    assert!(stderr.contains("may run flushall,"), "{stderr}");
+    assert!(!stderr.contains("config"), "{stderr}");
+    // --unsafe-allow-admin starts it anyway.
+    let gw = Gateway::start_strict(&[
+        "--redis",
+        &redis.url(0),
+        "--token",
+        TOKEN,
+        "--unsafe-allow-admin",
+    ]);
+    let reply = test_support::raw_http(
+        gw.port,
+        &format!(
+            "POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\
+             Content-Length: 8\r\nConnection: close\r\n\r\n"
+        ),
+        br#"["PING"]"#,
+    )
+    .expect("reply");
+    assert!(reply.contains("PONG"), "{reply}");
 }
