@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use clap::Parser;
 
+use crate::server::Limits;
+
 /// Commands refused by default: they can wipe or reconfigure the whole server.
 pub const DEFAULT_DENIED: &str =
     "FLUSHALL,FLUSHDB,CONFIG,SHUTDOWN,DEBUG,MODULE,ACL,SAVE,BGSAVE,BGREWRITEAOF,REPLICAOF,SLAVEOF,FAILOVER,MIGRATE,SWAPDB";
@@ -68,6 +70,24 @@ pub struct Args {
     )]
     pub scripts_file: Vec<PathBuf>,
 
+    /// Time a client has from the first byte of a request head to its end before the
+    /// connection is closed (slow-header clients).
+    #[arg(long, env = "GATEWAY_HEADER_READ_TIMEOUT_MS", default_value_t = 10_000)]
+    pub header_read_timeout_ms: u64,
+
+    /// A connection with no request in flight and no byte either way for this long is closed
+    /// (keep-alive connections, and connections that never send a byte).
+    #[arg(long, env = "GATEWAY_IDLE_TIMEOUT_MS", default_value_t = 60_000)]
+    pub idle_timeout_ms: u64,
+
+    /// Most client connections open at once; further ones wait in the listen backlog.
+    #[arg(long, env = "GATEWAY_MAX_CONNECTIONS", default_value_t = 4096)]
+    pub max_connections: usize,
+
+    /// After SIGTERM/SIGINT, how long in-flight requests may take before the process exits.
+    #[arg(long, env = "GATEWAY_SHUTDOWN_TIMEOUT_MS", default_value_t = 10_000)]
+    pub shutdown_timeout_ms: u64,
+
     /// Serve even if the Redis user may run commands the gateway denies (the default user
     /// may run everything, and Lua scripts run with its rights). Without it the gateway checks
     /// the user's ACL rules at start-up and refuses to start.
@@ -107,6 +127,8 @@ pub struct Config {
     pub denied: Vec<String>,
     /// Dedicated connections per backend for transactions.
     pub multi_connections: usize,
+    /// Client connection limits.
+    pub limits: Limits,
     /// Whether to skip the ACL check of the Redis users.
     pub unsafe_allow_admin: bool,
     /// Whether only known scripts may run.
@@ -131,6 +153,12 @@ impl Config {
                 .filter(|c| !c.is_empty())
                 .collect(),
             multi_connections: args.multi_connections.max(1),
+            limits: Limits {
+                header_read: Duration::from_millis(args.header_read_timeout_ms.max(1)),
+                idle: Duration::from_millis(args.idle_timeout_ms.max(1)),
+                max_connections: args.max_connections.clamp(1, u32::MAX as usize),
+                shutdown_grace: Duration::from_millis(args.shutdown_timeout_ms),
+            },
             unsafe_allow_admin: args.unsafe_allow_admin,
             known_scripts_only: args.known_scripts_only,
             scripts_files: args.scripts_file,

@@ -11,14 +11,12 @@ mod policy;
 mod redis_pool;
 mod routes;
 mod scripts;
+mod server;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::Request;
-use axum::serve::ListenerExt;
-use axum::ServiceExt;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
@@ -150,19 +148,16 @@ async fn main() -> std::process::ExitCode {
         tokens = config.tokens.len(),
         "edgelimit-gateway listening"
     );
-    // Replies are written in one piece; do not let Nagle hold them back.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    let service = ServiceExt::<Request>::into_make_service(routes::service(app));
-    match axum::serve(listener, service)
-        .with_graceful_shutdown(shutdown_signal())
-        .await
+    if server::serve(
+        listener,
+        routes::service(app),
+        config.limits,
+        shutdown_signal(),
+    )
+    .await
     {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("edgelimit-gateway: server error: {e}");
-            std::process::ExitCode::from(1)
-        }
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::from(1)
     }
 }

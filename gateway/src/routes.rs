@@ -49,8 +49,11 @@ pub struct App {
     pub sync_counter: AtomicU64,
 }
 
+/// The whole gateway as one service.
+pub type GatewayService = MapRequest<Router, fn(Request) -> Request>;
+
 /// The whole gateway as one service: trailing slashes trimmed, then routed.
-pub fn service(app: Arc<App>) -> MapRequest<Router, fn(Request) -> Request> {
+pub fn service(app: Arc<App>) -> GatewayService {
     router(app).map_request(trim_trailing_slashes)
 }
 
