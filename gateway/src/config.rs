@@ -50,6 +50,15 @@ pub struct Args {
     #[arg(long, env = "GATEWAY_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
 
+    /// Largest reply of one request (all the replies of a pipeline together), counted as the
+    /// bytes of its strings; larger replies are refused with a 400 JSON error.
+    #[arg(long, env = "GATEWAY_MAX_REPLY_BYTES", default_value_t = 16 * 1024 * 1024)]
+    pub max_reply_bytes: usize,
+
+    /// Most commands in one `/pipeline` or `/multi-exec` request.
+    #[arg(long, env = "GATEWAY_MAX_PIPELINE_COMMANDS", default_value_t = 10_000)]
+    pub max_pipeline_commands: usize,
+
     /// Comma-separated commands refused with 403 (case-insensitive). Pass an empty string
     /// to deny nothing.
     #[arg(long, env = "GATEWAY_DENY_COMMANDS", default_value = DEFAULT_DENIED)]
@@ -123,6 +132,10 @@ pub struct Config {
     pub timeout: Duration,
     /// Body size limit.
     pub max_body_bytes: usize,
+    /// Reply size limit per request.
+    pub max_reply_bytes: usize,
+    /// Command count limit per pipeline or transaction.
+    pub max_pipeline_commands: usize,
     /// Upper-case names of denied commands.
     pub denied: Vec<String>,
     /// Dedicated connections per backend for transactions.
@@ -146,6 +159,8 @@ impl Config {
             tokens: Vec::new(),
             timeout: Duration::from_millis(args.timeout_ms.max(1)),
             max_body_bytes: args.max_body_bytes,
+            max_reply_bytes: args.max_reply_bytes,
+            max_pipeline_commands: args.max_pipeline_commands.max(1),
             denied: args
                 .deny_commands
                 .split(',')

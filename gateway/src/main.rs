@@ -47,6 +47,8 @@ fn build_app(config: &Config) -> Result<Arc<App>, String> {
         policy: Policy::new(&config.denied),
         scripts: ScriptMap::new(),
         max_body_bytes: config.max_body_bytes,
+        max_reply_bytes: config.max_reply_bytes,
+        max_pipeline_commands: config.max_pipeline_commands,
         sync_counter: AtomicU64::new(0),
     }))
 }

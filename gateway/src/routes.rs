@@ -21,7 +21,7 @@ use tower_http::cors::{Any, CorsLayer};
 
 use crate::auth::{Grant, TokenTable};
 use crate::command::{self, Command};
-use crate::encoding::{error_text, result_item};
+use crate::encoding::{error_text, reply_size, result_item};
 use crate::error::{json_response, GatewayError};
 use crate::known_scripts::KnownScripts;
 use crate::policy::{self, Policy};
@@ -45,6 +45,10 @@ pub struct App {
     pub scripts: ScriptMap,
     /// Body size limit in bytes.
     pub max_body_bytes: usize,
+    /// Reply size limit per request in bytes (see [`reply_size`]).
+    pub max_reply_bytes: usize,
+    /// Command count limit per pipeline or transaction.
+    pub max_pipeline_commands: usize,
     /// Source of the opaque `upstash-sync-token` reply header.
     pub sync_counter: AtomicU64,
 }
@@ -266,6 +270,26 @@ impl Call {
         &self.app.backends[self.grant.backend]
     }
 
+    /// Refuses a pipeline or transaction of more than `--max-pipeline-commands` commands.
+    fn check_length(&self, commands: &[Command]) -> Result<(), GatewayError> {
+        let limit = self.app.max_pipeline_commands;
+        if commands.len() > limit {
+            return Err(GatewayError::BadRequest(format!(
+                "ERR {} commands in one request; the limit is {limit}",
+                commands.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Refuses replies larger than `--max-reply-bytes`.
+    fn check_reply_size(&self, size: usize) -> Result<(), GatewayError> {
+        if size > self.app.max_reply_bytes {
+            return Err(GatewayError::ReplyTooLarge(self.app.max_reply_bytes));
+        }
+        Ok(())
+    }
+
     /// Checks a command against the rules and rewrites scripts.
     fn prepare(&self, command: &mut Command) -> Result<ReplyFix, GatewayError> {
         self.app.policy.check(command, self.grant.readonly)?;
@@ -286,6 +310,7 @@ impl Call {
                 .pop()
                 .ok_or_else(|| GatewayError::Unavailable("redis sent no reply".to_owned()))?
         };
+        self.check_reply_size(reply_size(&reply))?;
         match apply_fix(reply, &fix) {
             Value::ServerError(e) => Err(GatewayError::Redis(error_text(&e))),
             value => Ok(json_response(
@@ -296,6 +321,7 @@ impl Call {
     }
 
     async fn pipeline(&self, commands: Vec<Command>) -> Result<Response, GatewayError> {
+        self.check_length(&commands)?;
         // Commands refused by policy answer in place; kills go out on their own connection (in
         // order, before the batch: a kill must not wait behind a busy script); the others go to
         // Redis in one batch.
@@ -316,12 +342,25 @@ impl Call {
                 }
             });
         }
-        let mut replies = if to_send.is_empty() {
+        let replies = if to_send.is_empty() {
             Vec::new()
         } else {
             self.backend().pipeline(&to_send).await?
-        }
-        .into_iter();
+        };
+        let done: usize = slots
+            .iter()
+            .map(|slot| match slot {
+                Slot::Done(item) => item.to_string().len(),
+                Slot::Shared(_) => 0,
+            })
+            .sum();
+        self.check_reply_size(
+            replies
+                .iter()
+                .map(reply_size)
+                .fold(done, usize::saturating_add),
+        )?;
+        let mut replies = replies.into_iter();
         let items: Vec<Json> = slots
             .into_iter()
             .map(|slot| match slot {
@@ -336,11 +375,14 @@ impl Call {
     }
 
     async fn multi_exec(&self, mut commands: Vec<Command>) -> Result<Response, GatewayError> {
+        self.check_length(&commands)?;
         let mut fixes = Vec::with_capacity(commands.len());
         for command in commands.iter_mut() {
             fixes.push(self.prepare(command)?);
         }
-        match self.backend().transaction(&commands).await? {
+        let reply = self.backend().transaction(&commands).await?;
+        self.check_reply_size(reply_size(&reply))?;
+        match reply {
             Value::Array(values) => {
                 let items: Vec<Json> = values
                     .into_iter()

@@ -241,3 +241,51 @@ fn the_gateway_refuses_to_start_with_a_user_that_may_run_denied_commands() {
     .expect("reply");
     assert!(reply.contains("PONG"), "{reply}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_and_pipelines_are_bounded() {
+    let redis = Redis::start();
+    let mib = "x".repeat(1024 * 1024);
+    let _: () = redis::cmd("SET")
+        .arg("big")
+        .arg(&mib)
+        .query(&mut redis.conn(0))
+        .expect("set");
+    let limit = (2 * 1024 * 1024 + 1024).to_string();
+    let gw = Gateway::in_front_of(
+        &redis,
+        &["--max-reply-bytes", &limit, "--max-pipeline-commands", "8"],
+    );
+    let c = http();
+    let gets = |n: usize| json!(vec![["GET", "big"]; n]).to_string();
+    // Within the bound: two 1 MiB values.
+    let r = post(&c, &gw, "/pipeline", &gets(2)).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.json[1]["result"].as_str().map(str::len),
+        Some(1024 * 1024)
+    );
+    // Over it: three, in a pipeline or a transaction, or LRANGE-like in one command.
+    for path in ["/pipeline", "/multi-exec"] {
+        let r = post(&c, &gw, path, &gets(3)).await;
+        assert_eq!(r.status, 400, "{path}");
+        let error = r.json["error"].as_str().expect("error");
+        assert!(error.contains("reply is larger than the limit"), "{error}");
+    }
+    let r = post(
+        &c,
+        &gw,
+        "/",
+        r#"["EVAL","return {redis.call('GET','big'),redis.call('GET','big'),redis.call('GET','big')}",0]"#,
+    )
+    .await;
+    assert_eq!(r.status, 400, "{:?}", r.json["error"]);
+    // Pipelines are bounded in length.
+    let r = post(&c, &gw, "/pipeline", &json!(vec![["PING"]; 9]).to_string()).await;
+    assert_eq!(r.status, 400);
+    assert!(r.json["error"]
+        .as_str()
+        .is_some_and(|e| e.contains("the limit is 8")));
+    let r = post(&c, &gw, "/pipeline", &json!(vec![["PING"]; 8]).to_string()).await;
+    assert_eq!(r.status, 200);
+}
