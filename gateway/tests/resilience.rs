@@ -338,3 +338,34 @@ return 'done'"#;
         started.elapsed()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_request_fails_right_after_redis_restarts() {
+    let mut redis = Redis::start();
+    let gw = Gateway::in_front_of(&redis, &[]);
+    let c = http();
+    let mut failures = Vec::new();
+    for round in 0..5 {
+        // Both kinds of connection in use: the shared one and a pooled transaction connection.
+        assert_eq!(post(&c, &gw, "/", r#"["INCR","a"]"#).await.status, 200);
+        assert_eq!(
+            post(&c, &gw, "/multi-exec", r#"[["INCR","b"]]"#)
+                .await
+                .status,
+            200
+        );
+        // Returns once the new server answers PING.
+        redis.restart();
+        for (path, body) in [
+            ("/multi-exec", r#"[["INCR","b"]]"#),
+            ("/", r#"["INCR","a"]"#),
+            ("/pipeline", r#"[["INCR","a"]]"#),
+        ] {
+            let r = post(&c, &gw, path, body).await;
+            if r.status != 200 {
+                failures.push(format!("round {round} {path}: {} {:?}", r.status, r.json));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
