@@ -89,7 +89,7 @@ wait_for redis-server "$workdir/redis.log" "$!" \
 
 token="edgelimit-test-$RANDOM$RANDOM"
 "$gateway_bin" --listen "127.0.0.1:$gateway_port" --redis "redis://127.0.0.1:$redis_port" \
-    --token "$token" >"$workdir/gateway.log" 2>&1 &
+    --token "$token" --unsafe-allow-admin >"$workdir/gateway.log" 2>&1 &
 pids+=($!)
 wait_for edgelimit-gateway "$workdir/gateway.log" "$!" \
     python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$gateway_port/healthz', timeout=1)"

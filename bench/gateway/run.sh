@@ -27,7 +27,7 @@ trap cleanup EXIT
 redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no >/dev/null &
 PIDS+=($!)
 for _ in $(seq 100); do redis-cli -p "$RPORT" ping >/dev/null 2>&1 && break; sleep 0.05; done
-"$GATEWAY" --listen "127.0.0.1:$GPORT" --redis "redis://127.0.0.1:$RPORT" --token "$TOKEN" &
+"$GATEWAY" --listen "127.0.0.1:$GPORT" --redis "redis://127.0.0.1:$RPORT" --token "$TOKEN" --unsafe-allow-admin &
 PIDS+=($!)
 for _ in $(seq 100); do python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' "http://127.0.0.1:$GPORT/healthz" >/dev/null 2>&1 && break; sleep 0.05; done
 

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use clap::Parser;
 
+use crate::server::Limits;
+
 /// Commands refused by default: they can wipe or reconfigure the whole server.
 pub const DEFAULT_DENIED: &str =
     "FLUSHALL,FLUSHDB,CONFIG,SHUTDOWN,DEBUG,MODULE,ACL,SAVE,BGSAVE,BGREWRITEAOF,REPLICAOF,SLAVEOF,FAILOVER,MIGRATE,SWAPDB";
@@ -48,10 +50,58 @@ pub struct Args {
     #[arg(long, env = "GATEWAY_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
 
+    /// Largest reply of one request (all the replies of a pipeline together), counted as the
+    /// bytes of its strings; larger replies are refused with a 400 JSON error.
+    #[arg(long, env = "GATEWAY_MAX_REPLY_BYTES", default_value_t = 16 * 1024 * 1024)]
+    pub max_reply_bytes: usize,
+
+    /// Most commands in one `/pipeline` or `/multi-exec` request.
+    #[arg(long, env = "GATEWAY_MAX_PIPELINE_COMMANDS", default_value_t = 10_000)]
+    pub max_pipeline_commands: usize,
+
     /// Comma-separated commands refused with 403 (case-insensitive). Pass an empty string
     /// to deny nothing.
     #[arg(long, env = "GATEWAY_DENY_COMMANDS", default_value = DEFAULT_DENIED)]
     pub deny_commands: String,
+
+    /// Run only known Lua scripts: EVAL, EVALSHA and SCRIPT LOAD of edgelimit's scripts,
+    /// `@upstash/ratelimit` 2.2.0's and those of `--scripts-file`; anything else gets 403.
+    #[arg(long, env = "GATEWAY_KNOWN_SCRIPTS_ONLY")]
+    pub known_scripts_only: bool,
+
+    /// More known scripts for `--known-scripts-only`: a file of SHA-1s (one per line, `#`
+    /// comments) or one script's text. Repeat the flag (or separate with commas) for several.
+    #[arg(
+        long,
+        env = "GATEWAY_SCRIPTS_FILE",
+        value_name = "FILE",
+        value_delimiter = ','
+    )]
+    pub scripts_file: Vec<PathBuf>,
+
+    /// Time a client has from the first byte of a request head to its end before the
+    /// connection is closed (slow-header clients).
+    #[arg(long, env = "GATEWAY_HEADER_READ_TIMEOUT_MS", default_value_t = 10_000)]
+    pub header_read_timeout_ms: u64,
+
+    /// A connection with no request in flight and no byte either way for this long is closed
+    /// (keep-alive connections, and connections that never send a byte).
+    #[arg(long, env = "GATEWAY_IDLE_TIMEOUT_MS", default_value_t = 60_000)]
+    pub idle_timeout_ms: u64,
+
+    /// Most client connections open at once; further ones wait in the listen backlog.
+    #[arg(long, env = "GATEWAY_MAX_CONNECTIONS", default_value_t = 4096)]
+    pub max_connections: usize,
+
+    /// After SIGTERM/SIGINT, how long in-flight requests may take before the process exits.
+    #[arg(long, env = "GATEWAY_SHUTDOWN_TIMEOUT_MS", default_value_t = 10_000)]
+    pub shutdown_timeout_ms: u64,
+
+    /// Serve even if the Redis user may run commands the gateway denies (the default user
+    /// may run everything, and Lua scripts run with its rights). Without it the gateway checks
+    /// the user's ACL rules at start-up and refuses to start.
+    #[arg(long, env = "GATEWAY_UNSAFE_ALLOW_ADMIN")]
+    pub unsafe_allow_admin: bool,
 
     /// Most dedicated Redis connections open at once for `/multi-exec` (per Redis URL).
     #[arg(long, env = "GATEWAY_MULTI_CONNECTIONS", default_value_t = 32)]
@@ -82,10 +132,22 @@ pub struct Config {
     pub timeout: Duration,
     /// Body size limit.
     pub max_body_bytes: usize,
+    /// Reply size limit per request.
+    pub max_reply_bytes: usize,
+    /// Command count limit per pipeline or transaction.
+    pub max_pipeline_commands: usize,
     /// Upper-case names of denied commands.
     pub denied: Vec<String>,
     /// Dedicated connections per backend for transactions.
     pub multi_connections: usize,
+    /// Client connection limits.
+    pub limits: Limits,
+    /// Whether to skip the ACL check of the Redis users.
+    pub unsafe_allow_admin: bool,
+    /// Whether only known scripts may run.
+    pub known_scripts_only: bool,
+    /// Files of extra known scripts.
+    pub scripts_files: Vec<PathBuf>,
 }
 
 impl Config {
@@ -97,6 +159,8 @@ impl Config {
             tokens: Vec::new(),
             timeout: Duration::from_millis(args.timeout_ms.max(1)),
             max_body_bytes: args.max_body_bytes,
+            max_reply_bytes: args.max_reply_bytes,
+            max_pipeline_commands: args.max_pipeline_commands.max(1),
             denied: args
                 .deny_commands
                 .split(',')
@@ -104,7 +168,19 @@ impl Config {
                 .filter(|c| !c.is_empty())
                 .collect(),
             multi_connections: args.multi_connections.max(1),
+            limits: Limits {
+                header_read: Duration::from_millis(args.header_read_timeout_ms.max(1)),
+                idle: Duration::from_millis(args.idle_timeout_ms.max(1)),
+                max_connections: args.max_connections.clamp(1, u32::MAX as usize),
+                shutdown_grace: Duration::from_millis(args.shutdown_timeout_ms),
+            },
+            unsafe_allow_admin: args.unsafe_allow_admin,
+            known_scripts_only: args.known_scripts_only,
+            scripts_files: args.scripts_file,
         };
+        if !config.known_scripts_only && !config.scripts_files.is_empty() {
+            return Err("--scripts-file needs --known-scripts-only".into());
+        }
         if args.token.is_some() || args.readonly_token.is_some() {
             let url = args
                 .redis

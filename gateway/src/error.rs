@@ -21,6 +21,8 @@ pub enum GatewayError {
     MethodNotAllowed,
     /// The body is larger than the configured limit (413).
     PayloadTooLarge(usize),
+    /// The replies of one request are larger than `--max-reply-bytes` (400).
+    ReplyTooLarge(usize),
     /// Redis could not be reached or the connection broke (503).
     Unavailable(String),
     /// Redis did not answer within the request timeout (504).
@@ -32,7 +34,9 @@ impl GatewayError {
     pub fn status(&self) -> StatusCode {
         match self {
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
-            Self::BadRequest(_) | Self::Redis(_) => StatusCode::BAD_REQUEST,
+            Self::BadRequest(_) | Self::Redis(_) | Self::ReplyTooLarge(_) => {
+                StatusCode::BAD_REQUEST
+            }
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -52,6 +56,9 @@ impl GatewayError {
             Self::PayloadTooLarge(limit) => {
                 format!("ERR request body is larger than the limit of {limit} bytes")
             }
+            Self::ReplyTooLarge(limit) => format!(
+                "ERR reply is larger than the limit of {limit} bytes (ask for less: a range, a pipeline of fewer commands)"
+            ),
             Self::Unavailable(m) => format!("ERR redis unavailable: {m}"),
             Self::Timeout => "ERR redis did not answer in time".to_owned(),
         }

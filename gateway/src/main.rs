@@ -1,26 +1,29 @@
 //! `edgelimit-gateway`: an Upstash-compatible REST server in front of redis-server.
 
+mod acl;
 mod auth;
 mod command;
 mod config;
 mod encoding;
 mod error;
+mod known_scripts;
 mod policy;
 mod redis_pool;
 mod routes;
 mod scripts;
+mod server;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+use std::time::Duration;
 
-use axum::extract::Request;
-use axum::serve::ListenerExt;
-use axum::ServiceExt;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
+use crate::acl::AclError;
 use crate::auth::TokenTable;
 use crate::config::{Args, Config};
+use crate::known_scripts::KnownScripts;
 use crate::policy::Policy;
 use crate::redis_pool::Backend;
 use crate::routes::App;
@@ -32,14 +35,57 @@ fn build_app(config: &Config) -> Result<Arc<App>, String> {
         .iter()
         .map(|url| Backend::new(url, config.timeout, config.multi_connections))
         .collect::<Result<Vec<_>, _>>()?;
+    let known_scripts = if config.known_scripts_only {
+        Some(KnownScripts::new(&config.scripts_files)?)
+    } else {
+        None
+    };
     Ok(Arc::new(App {
+        known_scripts,
         backends,
         tokens: TokenTable::new(&config.tokens),
         policy: Policy::new(&config.denied),
         scripts: ScriptMap::new(),
         max_body_bytes: config.max_body_bytes,
+        max_reply_bytes: config.max_reply_bytes,
+        max_pipeline_commands: config.max_pipeline_commands,
         sync_counter: AtomicU64::new(0),
     }))
+}
+
+/// Checks that every Redis user refuses the denied commands (see `acl.rs`). A Redis that cannot be
+/// reached now is checked in the background once it can be, and the process exits if the check
+/// fails then: the gateway starts while Redis is down, but never serves an all-powerful user.
+async fn check_redis_users(config: &Config) -> Result<(), String> {
+    if config.unsafe_allow_admin {
+        tracing::info!("--unsafe-allow-admin: the Redis users' ACL rules are not checked");
+        return Ok(());
+    }
+    for url in &config.redis_urls {
+        match acl::check(url, &config.denied, config.timeout).await {
+            Ok(()) => {}
+            Err(AclError::Refused(message)) => return Err(message),
+            Err(AclError::Unreachable(error)) => {
+                tracing::warn!(%error, "cannot check the Redis user's ACL rules yet; retrying");
+                let (url, denied, timeout) = (url.clone(), config.denied.clone(), config.timeout);
+                tokio::spawn(async move {
+                    loop {
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        match acl::check(&url, &denied, timeout).await {
+                            Ok(()) => return,
+                            Err(AclError::Unreachable(_)) => {}
+                            Err(AclError::Refused(message)) => {
+                                tracing::error!("{message}");
+                                eprintln!("edgelimit-gateway: {message}");
+                                std::process::exit(2);
+                            }
+                        }
+                    }
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Resolves on SIGTERM or SIGINT.
@@ -87,6 +133,10 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
+    if let Err(message) = check_redis_users(&config).await {
+        eprintln!("edgelimit-gateway: {message}");
+        return std::process::ExitCode::from(2);
+    }
     let listener = match tokio::net::TcpListener::bind(config.listen).await {
         Ok(listener) => listener,
         Err(e) => {
@@ -100,19 +150,16 @@ async fn main() -> std::process::ExitCode {
         tokens = config.tokens.len(),
         "edgelimit-gateway listening"
     );
-    // Replies are written in one piece; do not let Nagle hold them back.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    let service = ServiceExt::<Request>::into_make_service(routes::service(app));
-    match axum::serve(listener, service)
-        .with_graceful_shutdown(shutdown_signal())
-        .await
+    if server::serve(
+        listener,
+        routes::service(app),
+        config.limits,
+        shutdown_signal(),
+    )
+    .await
     {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("edgelimit-gateway: server error: {e}");
-            std::process::ExitCode::from(1)
-        }
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::from(1)
     }
 }

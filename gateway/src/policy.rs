@@ -167,6 +167,13 @@ impl Policy {
     }
 }
 
+/// `SCRIPT KILL` and `FUNCTION KILL`: they must reach a Redis that is busy running a script, so
+/// they go out on a connection of their own.
+pub fn is_kill(command: &Command) -> bool {
+    matches!(command.name().as_str(), "SCRIPT" | "FUNCTION")
+        && command.arg_upper(1).as_deref() == Some("KILL")
+}
+
 /// XREAD/XREADGROUP with BLOCK would stall the shared connection.
 fn blocks(command: &Command, name: &str) -> bool {
     matches!(name, "XREAD" | "XREADGROUP")

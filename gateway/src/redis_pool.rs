@@ -1,23 +1,42 @@
 //! Connections to one Redis server: a shared multiplexed connection for single commands and
 //! pipelines, and a small pool of dedicated connections for `/multi-exec`.
+//!
+//! Before a request is written to a connection opened earlier, the socket is peeked: if Redis
+//! has closed it (a restart, `timeout`, `CLIENT KILL`), the request goes to a fresh connection
+//! instead of failing on the dead one. Nothing is ever sent twice.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use redis::aio::{
-    ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection,
-};
-use redis::{AsyncConnectionConfig, Client, Cmd, Pipeline, RedisError, Value};
+use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::{AsyncConnectionConfig, Client, Cmd, ConnectionAddr, Pipeline, RedisError, Value};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::command::Command;
 use crate::error::GatewayError;
 
+/// How long `SCRIPT KILL` may take: Redis reads other clients only once a script has run for
+/// `busy-reply-threshold` (5 s by default), so the kill waits at least that long.
+const KILL_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// After a failed connection attempt, requests fail at once for this long instead of each trying
+/// again (a Redis that is down or unreachable is not hammered, and clients get quick 503s).
+const RECONNECT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// How long `/readyz` waits for PING.
+const READY_TIMEOUT: Duration = Duration::from_millis(1000);
+
 /// One Redis server (one database) behind the gateway.
 pub struct Backend {
     client: Client,
-    shared: ConnectionManager,
-    idle: Arc<Mutex<Vec<MultiplexedConnection>>>,
+    /// The same server, database 0, no `CLIENT SETINFO`: the handshake of a connection that must
+    /// work while Redis runs a script and answers `BUSY` to nearly everything (`SELECT` included).
+    kill_client: Client,
+    /// The shared connection, once opened.
+    shared: Mutex<Option<Conn>>,
+    /// Held while the shared connection is being (re)opened; the last failed attempt.
+    reconnecting: tokio::sync::Mutex<Option<(Instant, GatewayError)>>,
+    idle: Arc<Mutex<Vec<Conn>>>,
     slots: Arc<Semaphore>,
     timeout: Duration,
 }
@@ -28,6 +47,32 @@ fn to_cmd(command: &Command) -> Cmd {
         cmd.arg(arg.as_slice());
     }
     cmd
+}
+
+/// A multiplexed connection and, for TCP, a second handle on its socket to peek at.
+#[derive(Clone)]
+struct Conn {
+    conn: MultiplexedConnection,
+    probe: Option<Arc<std::net::TcpStream>>,
+}
+
+impl Conn {
+    /// Whether Redis has closed the connection (end of stream or a socket error), seen without
+    /// reading or writing anything. Unsent replies waiting in the socket mean it is open.
+    fn closed(&self) -> bool {
+        let Some(probe) = &self.probe else {
+            return false;
+        };
+        let mut byte = [0u8; 1];
+        match probe.peek(&mut byte) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => !matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+            ),
+        }
+    }
 }
 
 fn io_error(error: RedisError) -> GatewayError {
@@ -43,22 +88,139 @@ impl Backend {
     /// starts (and keeps running) while Redis is down.
     pub fn new(url: &str, timeout: Duration, dedicated: usize) -> Result<Self, String> {
         let client = Client::open(url).map_err(|e| format!("invalid Redis URL {url:?}: {e}"))?;
-        let connect_timeout = timeout.min(Duration::from_secs(2));
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(connect_timeout))
-            .set_response_timeout(Some(timeout))
-            .set_number_of_retries(1)
-            .set_min_delay(Duration::from_millis(20))
-            .set_max_delay(Duration::from_millis(200));
-        let shared = ConnectionManager::new_lazy_with_config(client.clone(), config)
-            .map_err(|e| format!("cannot set up Redis connection to {url:?}: {e}"))?;
+        let info = client.get_connection_info().clone();
+        let settings = info
+            .redis_settings()
+            .clone()
+            .set_db(0)
+            .set_skip_set_lib_name();
+        let kill_client = Client::open(info.set_redis_settings(settings))
+            .map_err(|e| format!("invalid Redis URL {url:?}: {e}"))?;
         Ok(Self {
             client,
-            shared,
+            kill_client,
+            shared: Mutex::new(None),
+            reconnecting: tokio::sync::Mutex::new(None),
             idle: Arc::new(Mutex::new(Vec::new())),
             slots: Arc::new(Semaphore::new(dedicated)),
             timeout,
         })
+    }
+
+    /// Opens a connection; for TCP, keeps a second handle on the socket to peek at.
+    async fn open(&self) -> Result<Conn, GatewayError> {
+        let connect_timeout = self.timeout.min(Duration::from_secs(2));
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(connect_timeout))
+            .set_response_timeout(Some(self.timeout));
+        let info = self.client.get_connection_info();
+        let ConnectionAddr::Tcp(host, port) = info.addr() else {
+            let conn = self
+                .client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await
+                .map_err(io_error)?;
+            return Ok(Conn { conn, probe: None });
+        };
+        let unavailable = |e: std::io::Error| GatewayError::Unavailable(e.to_string());
+        let stream = tokio::time::timeout(
+            connect_timeout,
+            tokio::net::TcpStream::connect((host.as_str(), *port)),
+        )
+        .await
+        .map_err(|_| GatewayError::Unavailable("connecting to redis timed out".to_owned()))?
+        .map_err(unavailable)?;
+        stream.set_nodelay(true).map_err(unavailable)?;
+        let socket = stream.into_std().map_err(unavailable)?;
+        let probe = socket.try_clone().map_err(unavailable)?;
+        probe.set_nonblocking(true).map_err(unavailable)?;
+        let stream = tokio::net::TcpStream::from_std(socket).map_err(unavailable)?;
+        let setup = MultiplexedConnection::new_with_config(info.redis_settings(), stream, config);
+        let (conn, driver) = tokio::time::timeout(connect_timeout, setup)
+            .await
+            .map_err(|_| GatewayError::Timeout)?
+            .map_err(io_error)?;
+        tokio::spawn(driver);
+        Ok(Conn {
+            conn,
+            probe: Some(Arc::new(probe)),
+        })
+    }
+
+    /// The shared connection if it is open.
+    fn current(&self) -> Option<Conn> {
+        let mut shared = self.shared.lock().ok()?;
+        match &*shared {
+            Some(conn) if !conn.closed() => Some(conn.clone()),
+            Some(_) => {
+                *shared = None;
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// The shared connection, (re)opened if Redis closed it; one request opens it while the
+    /// others wait, and after a failure requests fail at once for `RECONNECT_BACKOFF`.
+    async fn shared(&self) -> Result<Conn, GatewayError> {
+        if let Some(conn) = self.current() {
+            return Ok(conn);
+        }
+        let mut last_failure = self.reconnecting.lock().await;
+        if let Some(conn) = self.current() {
+            return Ok(conn);
+        }
+        if let Some((at, error)) = &*last_failure {
+            if at.elapsed() < RECONNECT_BACKOFF {
+                return Err(error.clone());
+            }
+        }
+        match self.open().await {
+            Ok(conn) => {
+                *last_failure = None;
+                if let Ok(mut shared) = self.shared.lock() {
+                    *shared = Some(conn.clone());
+                }
+                Ok(conn)
+            }
+            Err(error) => {
+                *last_failure = Some((Instant::now(), error.clone()));
+                Err(error)
+            }
+        }
+    }
+
+    /// Forgets the shared connection after it broke, so the next request opens a new one.
+    fn forget_shared(&self, error: &RedisError) {
+        if error.is_connection_dropped() || error.is_unrecoverable_error() {
+            if let Ok(mut shared) = self.shared.lock() {
+                *shared = None;
+            }
+        }
+    }
+
+    /// Whether Redis answers PING within `READY_TIMEOUT` on the shared connection: an error
+    /// while it is unreachable, busy (a long script: `BUSY`) or loading its data.
+    pub async fn ready(&self) -> Result<(), GatewayError> {
+        let ping = async {
+            let mut conn = self.shared().await?.conn;
+            conn.req_packed_command(&redis::cmd("PING"))
+                .await
+                .map_err(|e| {
+                    self.forget_shared(&e);
+                    GatewayError::Unavailable(e.to_string())
+                })
+        };
+        match tokio::time::timeout(READY_TIMEOUT.min(self.timeout), ping).await {
+            Ok(Ok(Value::ServerError(e))) => {
+                Err(GatewayError::Unavailable(crate::encoding::error_text(&e)))
+            }
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(GatewayError::Unavailable(
+                "redis did not answer PING in time".to_owned(),
+            )),
+        }
     }
 
     /// Runs commands as one pipeline (one write, one round trip) on the shared connection and
@@ -68,11 +230,44 @@ impl Backend {
         for command in commands {
             pipe.add_command(to_cmd(command));
         }
-        let mut conn = self.shared.clone();
-        let run = async move { conn.req_packed_commands(&pipe, 0, commands.len()).await };
+        let run = async {
+            let mut conn = self.shared().await?.conn;
+            conn.req_packed_commands(&pipe, 0, commands.len())
+                .await
+                .map_err(|e| {
+                    self.forget_shared(&e);
+                    io_error(e)
+                })
+        };
         match tokio::time::timeout(self.timeout, run).await {
-            Ok(Ok(values)) => Ok(values),
-            Ok(Err(e)) => Err(io_error(e)),
+            Ok(result) => result,
+            Err(_) => Err(GatewayError::Timeout),
+        }
+    }
+
+    /// Runs `SCRIPT KILL` or `FUNCTION KILL` on a connection of its own, opened for it and closed
+    /// after: on the shared connection it would queue behind the very script it should stop.
+    pub async fn kill(&self, command: &Command) -> Result<Value, GatewayError> {
+        let run = async {
+            let deadline = self.timeout.max(KILL_TIMEOUT);
+            let config = AsyncConnectionConfig::new()
+                .set_connection_timeout(Some(deadline))
+                .set_response_timeout(Some(deadline));
+            let mut conn = self
+                .kill_client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await
+                .map_err(io_error)?;
+            match conn.req_packed_command(&to_cmd(command)).await {
+                Ok(value) => Ok(value),
+                Err(e) => match e.try_into() {
+                    Ok(server_error) => Ok(Value::ServerError(server_error)),
+                    Err(e) => Err(io_error(e)),
+                },
+            }
+        };
+        match tokio::time::timeout(self.timeout.max(KILL_TIMEOUT), run).await {
+            Ok(result) => result,
             Err(_) => Err(GatewayError::Timeout),
         }
     }
@@ -90,6 +285,7 @@ impl Backend {
             pipe.add_command(redis::cmd("EXEC"));
             let conn = lease.conn.as_mut().ok_or(GatewayError::Timeout)?;
             let mut values = conn
+                .conn
                 .req_packed_commands(&pipe, 0, commands.len() + 2)
                 .await
                 .map_err(io_error)?;
@@ -112,18 +308,16 @@ impl Backend {
             .acquire_owned()
             .await
             .map_err(|_| GatewayError::Unavailable("shutting down".to_owned()))?;
-        let idle = self.idle.lock().ok().and_then(|mut idle| idle.pop());
+        // Idle connections Redis has closed meanwhile are dropped, never written to.
+        let idle = loop {
+            match self.idle.lock().ok().and_then(|mut idle| idle.pop()) {
+                Some(conn) if conn.closed() => continue,
+                other => break other,
+            }
+        };
         let conn = match idle {
             Some(conn) => conn,
-            None => {
-                let config = AsyncConnectionConfig::new()
-                    .set_connection_timeout(Some(self.timeout))
-                    .set_response_timeout(Some(self.timeout));
-                self.client
-                    .get_multiplexed_async_connection_with_config(&config)
-                    .await
-                    .map_err(io_error)?
-            }
+            None => self.open().await?,
         };
         Ok(Lease {
             conn: Some(conn),
@@ -138,8 +332,8 @@ impl Backend {
 /// after a complete round trip; if the request fails or is cancelled midway, the connection
 /// (whose state is unknown) is dropped.
 struct Lease {
-    conn: Option<MultiplexedConnection>,
-    idle: Arc<Mutex<Vec<MultiplexedConnection>>>,
+    conn: Option<Conn>,
+    idle: Arc<Mutex<Vec<Conn>>>,
     released: bool,
     _permit: OwnedSemaphorePermit,
 }

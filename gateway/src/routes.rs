@@ -21,9 +21,10 @@ use tower_http::cors::{Any, CorsLayer};
 
 use crate::auth::{Grant, TokenTable};
 use crate::command::{self, Command};
-use crate::encoding::{error_text, result_item};
+use crate::encoding::{error_text, reply_size, result_item};
 use crate::error::{json_response, GatewayError};
-use crate::policy::Policy;
+use crate::known_scripts::KnownScripts;
+use crate::policy::{self, Policy};
 use crate::redis_pool::Backend;
 use crate::scripts::{ReplyFix, ScriptMap};
 
@@ -38,16 +39,25 @@ pub struct App {
     pub tokens: TokenTable,
     /// Command rules.
     pub policy: Policy,
+    /// The scripts that may run, under `--known-scripts-only`.
+    pub known_scripts: Option<KnownScripts>,
     /// Shebang rewrites shared by all backends (the mapping depends only on the script text).
     pub scripts: ScriptMap,
     /// Body size limit in bytes.
     pub max_body_bytes: usize,
+    /// Reply size limit per request in bytes (see [`reply_size`]).
+    pub max_reply_bytes: usize,
+    /// Command count limit per pipeline or transaction.
+    pub max_pipeline_commands: usize,
     /// Source of the opaque `upstash-sync-token` reply header.
     pub sync_counter: AtomicU64,
 }
 
+/// The whole gateway as one service.
+pub type GatewayService = MapRequest<Router, fn(Request) -> Request>;
+
 /// The whole gateway as one service: trailing slashes trimmed, then routed.
-pub fn service(app: Arc<App>) -> MapRequest<Router, fn(Request) -> Request> {
+pub fn service(app: Arc<App>) -> GatewayService {
     router(app).map_request(trim_trailing_slashes)
 }
 
@@ -87,6 +97,7 @@ fn router(app: Arc<App>) -> Router {
             post(multi_exec).put(multi_exec).get(body_required),
         )
         .route("/healthz", get(healthz).post(path_form).put(path_form))
+        .route("/readyz", get(readyz).post(path_form).put(path_form))
         .route("/{*command}", get(path_form).post(path_form).put(path_form))
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(app.max_body_bytes))
@@ -158,9 +169,18 @@ impl<S: Send + Sync> FromRequestParts<S> for Base64 {
     }
 }
 
-/// `GET /healthz`: answers without a token and without Redis.
+/// `GET /healthz`: answers without a token and without Redis (liveness: the process serves HTTP).
 async fn healthz() -> Response {
     json_response(StatusCode::OK, &json!({ "result": "OK" }))
+}
+
+/// `GET /readyz`: answers without a token, 200 once every Redis answers PING in time, 503 while
+/// one is unreachable or busy (a load balancer then sends traffic elsewhere).
+async fn readyz(State(app): State<Arc<App>>) -> Result<Response, GatewayError> {
+    for backend in &app.backends {
+        backend.ready().await?;
+    }
+    Ok(json_response(StatusCode::OK, &json!({ "result": "OK" })))
 }
 
 /// `POST /`: one command array.
@@ -238,26 +258,59 @@ fn apply_fix(value: Value, fix: &ReplyFix) -> Value {
     }
 }
 
+/// One command of a pipeline: answered already, or waiting for its reply from the shared batch.
+enum Slot {
+    Done(Json),
+    Shared(ReplyFix),
+}
+
 impl Call {
     /// The backend the token reaches.
     fn backend(&self) -> &Backend {
         &self.app.backends[self.grant.backend]
     }
 
+    /// Refuses a pipeline or transaction of more than `--max-pipeline-commands` commands.
+    fn check_length(&self, commands: &[Command]) -> Result<(), GatewayError> {
+        let limit = self.app.max_pipeline_commands;
+        if commands.len() > limit {
+            return Err(GatewayError::BadRequest(format!(
+                "ERR {} commands in one request; the limit is {limit}",
+                commands.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Refuses replies larger than `--max-reply-bytes`.
+    fn check_reply_size(&self, size: usize) -> Result<(), GatewayError> {
+        if size > self.app.max_reply_bytes {
+            return Err(GatewayError::ReplyTooLarge(self.app.max_reply_bytes));
+        }
+        Ok(())
+    }
+
     /// Checks a command against the rules and rewrites scripts.
     fn prepare(&self, command: &mut Command) -> Result<ReplyFix, GatewayError> {
         self.app.policy.check(command, self.grant.readonly)?;
+        if let Some(known) = &self.app.known_scripts {
+            known.check(command)?;
+        }
         Ok(self.app.scripts.rewrite(command))
     }
 
     async fn single(&self, mut command: Command) -> Result<Response, GatewayError> {
         let fix = self.prepare(&mut command)?;
-        let reply = self
-            .backend()
-            .pipeline(std::slice::from_ref(&command))
-            .await?
-            .pop()
-            .ok_or_else(|| GatewayError::Unavailable("redis sent no reply".to_owned()))?;
+        let reply = if policy::is_kill(&command) {
+            self.backend().kill(&command).await?
+        } else {
+            self.backend()
+                .pipeline(std::slice::from_ref(&command))
+                .await?
+                .pop()
+                .ok_or_else(|| GatewayError::Unavailable("redis sent no reply".to_owned()))?
+        };
+        self.check_reply_size(reply_size(&reply))?;
         match apply_fix(reply, &fix) {
             Value::ServerError(e) => Err(GatewayError::Redis(error_text(&e))),
             value => Ok(json_response(
@@ -267,43 +320,69 @@ impl Call {
         }
     }
 
-    async fn pipeline(&self, mut commands: Vec<Command>) -> Result<Response, GatewayError> {
-        // Commands refused by policy answer in place; the others go to Redis in one batch.
-        let mut checked: Vec<Result<ReplyFix, GatewayError>> = Vec::with_capacity(commands.len());
-        for command in commands.iter_mut() {
-            checked.push(self.prepare(command));
+    async fn pipeline(&self, commands: Vec<Command>) -> Result<Response, GatewayError> {
+        self.check_length(&commands)?;
+        // Commands refused by policy answer in place; kills go out on their own connection (in
+        // order, before the batch: a kill must not wait behind a busy script); the others go to
+        // Redis in one batch.
+        let mut slots: Vec<Slot> = Vec::with_capacity(commands.len());
+        let mut to_send: Vec<Command> = Vec::with_capacity(commands.len());
+        for mut command in commands {
+            slots.push(match self.prepare(&mut command) {
+                Err(error) => Slot::Done(error.to_json()),
+                Ok(_) if policy::is_kill(&command) => {
+                    Slot::Done(match self.backend().kill(&command).await {
+                        Ok(value) => result_item(&value, self.base64),
+                        Err(error) => error.to_json(),
+                    })
+                }
+                Ok(fix) => {
+                    to_send.push(command);
+                    Slot::Shared(fix)
+                }
+            });
         }
-        let to_send: Vec<Command> = commands
-            .into_iter()
-            .zip(&checked)
-            .filter(|(_, c)| c.is_ok())
-            .map(|(command, _)| command)
-            .collect();
-        let mut replies = if to_send.is_empty() {
+        let replies = if to_send.is_empty() {
             Vec::new()
         } else {
             self.backend().pipeline(&to_send).await?
-        }
-        .into_iter();
-        let mut items: Vec<Json> = Vec::with_capacity(checked.len());
-        for check in &checked {
-            items.push(match check {
-                Ok(fix) => match replies.next() {
-                    Some(value) => result_item(&apply_fix(value, fix), self.base64),
+        };
+        let done: usize = slots
+            .iter()
+            .map(|slot| match slot {
+                Slot::Done(item) => item.to_string().len(),
+                Slot::Shared(_) => 0,
+            })
+            .sum();
+        self.check_reply_size(
+            replies
+                .iter()
+                .map(reply_size)
+                .fold(done, usize::saturating_add),
+        )?;
+        let mut replies = replies.into_iter();
+        let items: Vec<Json> = slots
+            .into_iter()
+            .map(|slot| match slot {
+                Slot::Done(item) => item,
+                Slot::Shared(fix) => match replies.next() {
+                    Some(value) => result_item(&apply_fix(value, &fix), self.base64),
                     None => json!({ "error": "ERR redis sent too few replies" }),
                 },
-                Err(error) => error.to_json(),
-            });
-        }
+            })
+            .collect();
         Ok(json_response(StatusCode::OK, &Json::Array(items)))
     }
 
     async fn multi_exec(&self, mut commands: Vec<Command>) -> Result<Response, GatewayError> {
+        self.check_length(&commands)?;
         let mut fixes = Vec::with_capacity(commands.len());
         for command in commands.iter_mut() {
             fixes.push(self.prepare(command)?);
         }
-        match self.backend().transaction(&commands).await? {
+        let reply = self.backend().transaction(&commands).await?;
+        self.check_reply_size(reply_size(&reply))?;
+        match reply {
             Value::Array(values) => {
                 let items: Vec<Json> = values
                     .into_iter()

@@ -37,6 +37,21 @@ fn upstash_ratelimit_single_region_uses_evalsha_hits() {
 }
 
 #[test]
+fn upstash_ratelimit_runs_under_known_scripts_only() {
+    let redis = Redis::start();
+    let gw = Gateway::in_front_of(&redis, &["--known-scripts-only"]);
+    let out = run_node(
+        "ratelimit.mjs",
+        &[
+            ("GATEWAY_URL", gw.url()),
+            ("GATEWAY_TOKEN", TOKEN.to_owned()),
+            ("REDIS_PORT", redis.port.to_string()),
+        ],
+    );
+    assert!(out.contains("all checks passed"), "{out}");
+}
+
+#[test]
 fn upstash_ratelimit_multi_region_over_two_servers() {
     let region_a = Redis::start();
     let region_b = Redis::start();

@@ -161,3 +161,211 @@ return 'done'"#;
         "gateway did not exit cleanly"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_follows_redis_while_healthz_stays_up() {
+    let mut redis = Redis::start();
+    let gw = Gateway::in_front_of(&redis, &["--timeout-ms", "2000"]);
+    let c = http();
+    assert_eq!(readyz(&c, &gw).await, 200);
+    redis.stop();
+    wait_readyz(&c, &gw, 503, Duration::from_secs(5)).await;
+    let r = send(&c, "GET", &format!("{}/readyz", gw.url()), &[], "").await;
+    assert!(r.json["error"].is_string(), "{:?}", r.json);
+    let health = send(&c, "GET", &format!("{}/healthz", gw.url()), &[], "").await;
+    assert_eq!(health.status, 200, "liveness does not depend on Redis");
+    redis.restart();
+    wait_readyz(&c, &gw, 200, Duration::from_secs(10)).await;
+}
+
+/// Reads from `stream` until EOF or error; how long that took, or `None` if it is still open
+/// after `within`.
+fn closed_within(stream: &mut std::net::TcpStream, within: Duration) -> Option<Duration> {
+    use std::io::Read;
+    let started = Instant::now();
+    stream.set_read_timeout(Some(within)).expect("read timeout");
+    let mut sink = Vec::new();
+    match stream.read_to_end(&mut sink) {
+        Ok(_) => Some(started.elapsed()),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
+            None
+        }
+        Err(_) => Some(started.elapsed()),
+    }
+}
+
+#[test]
+fn silent_slow_and_idle_connections_are_closed() {
+    use std::io::Write;
+    let redis = Redis::start();
+    let gw = Gateway::in_front_of(
+        &redis,
+        &[
+            "--idle-timeout-ms",
+            "500",
+            "--header-read-timeout-ms",
+            "700",
+        ],
+    );
+    // A connection that never sends a byte.
+    let mut silent = std::net::TcpStream::connect(("127.0.0.1", gw.port)).expect("connect");
+    let took =
+        closed_within(&mut silent, Duration::from_secs(5)).expect("silent connection kept open");
+    assert!(took < Duration::from_secs(2), "closed after {took:?}");
+    // A client that trickles its request head one byte at a time, never finishing it.
+    let mut slow = std::net::TcpStream::connect(("127.0.0.1", gw.port)).expect("connect");
+    let started = Instant::now();
+    let mut closed = false;
+    for byte in
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+            .iter()
+            .cycle()
+            .take(200)
+    {
+        if slow.write_all(&[*byte]).is_err() {
+            closed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        if started.elapsed() > Duration::from_secs(5) {
+            break;
+        }
+    }
+    let closed = closed || closed_within(&mut slow, Duration::from_millis(100)).is_some();
+    assert!(
+        closed,
+        "a never-ending request head kept the connection open"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        started.elapsed()
+    );
+    // A keep-alive connection: served while used, closed once idle.
+    let mut keep = std::net::TcpStream::connect(("127.0.0.1", gw.port)).expect("connect");
+    for _ in 0..3 {
+        keep.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            .expect("write");
+        // The whole reply: its head, then the body `{"result":"OK"}`.
+        let mut reply = Vec::new();
+        let mut byte = [0u8; 1];
+        while !reply.ends_with(br#"{"result":"OK"}"#) {
+            std::io::Read::read_exact(&mut keep, &mut byte).expect("reply");
+            reply.push(byte[0]);
+        }
+        assert!(reply.starts_with(b"HTTP/1.1 200"));
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let took = closed_within(&mut keep, Duration::from_secs(5)).expect("idle keep-alive kept open");
+    assert!(took < Duration::from_secs(2), "closed after {took:?}");
+}
+
+#[test]
+fn connections_over_the_cap_wait_for_a_free_slot() {
+    let redis = Redis::start();
+    let gw = Gateway::in_front_of(&redis, &["--max-connections", "1"]);
+    // The harness's readiness probe has closed; this connection takes the only slot.
+    let mut holder = std::net::TcpStream::connect(("127.0.0.1", gw.port)).expect("connect");
+    std::thread::sleep(Duration::from_millis(200));
+    let port = gw.port;
+    let waiting = std::thread::spawn(move || {
+        let started = Instant::now();
+        let reply = test_support::raw_http(
+            port,
+            "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            b"",
+        );
+        (started.elapsed(), reply)
+    });
+    std::thread::sleep(Duration::from_millis(600));
+    std::io::Write::write_all(
+        &mut holder,
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .expect("write");
+    let _ = closed_within(&mut holder, Duration::from_secs(5));
+    let (took, reply) = waiting.join().expect("waiting client");
+    assert!(reply.is_some_and(|r| r.starts_with("HTTP/1.1 200")));
+    assert!(
+        took >= Duration::from_millis(500),
+        "served at once, in {took:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_gives_up_on_requests_after_its_deadline() {
+    let redis = Redis::start();
+    let mut gw = Gateway::in_front_of(&redis, &["--shutdown-timeout-ms", "300"]);
+    // Keeps Redis, and the request, busy for about 3 s.
+    let slow = r#"local t = redis.call('TIME'); local start = t[1] * 1000000 + t[2]
+while true do t = redis.call('TIME'); if t[1] * 1000000 + t[2] - start > 3000000 then break end end
+return 'done'"#;
+    let url = gw.url();
+    let _request = tokio::spawn(async move {
+        let client = http();
+        let auth = format!("Bearer {TOKEN}");
+        let body = json!(["EVAL", slow, 0]).to_string();
+        let _ = client
+            .request(
+                hyper::Request::post(url)
+                    .header("Authorization", auth)
+                    .body(http_body_util::Full::new(hyper::body::Bytes::from(body)))
+                    .expect("request"),
+            )
+            .await;
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = Instant::now();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &gw.pid().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let exit = gw.wait_exit(Duration::from_secs(5));
+    assert_eq!(
+        exit,
+        Some(false),
+        "the gateway exits unsuccessfully, after its deadline"
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_request_fails_right_after_redis_restarts() {
+    let mut redis = Redis::start();
+    let gw = Gateway::in_front_of(&redis, &[]);
+    let c = http();
+    let mut failures = Vec::new();
+    for round in 0..5 {
+        // Both kinds of connection in use: the shared one and a pooled transaction connection.
+        assert_eq!(post(&c, &gw, "/", r#"["INCR","a"]"#).await.status, 200);
+        assert_eq!(
+            post(&c, &gw, "/multi-exec", r#"[["INCR","b"]]"#)
+                .await
+                .status,
+            200
+        );
+        // Returns once the new server answers PING.
+        redis.restart();
+        for (path, body) in [
+            ("/multi-exec", r#"[["INCR","b"]]"#),
+            ("/", r#"["INCR","a"]"#),
+            ("/pipeline", r#"[["INCR","a"]]"#),
+        ] {
+            let r = post(&c, &gw, path, body).await;
+            if r.status != 200 {
+                failures.push(format!("round {round} {path}: {} {:?}", r.status, r.json));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}

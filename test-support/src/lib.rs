@@ -60,14 +60,22 @@ impl Drop for Process {
 pub struct Redis {
     /// The port it listens on.
     pub port: u16,
+    args: Vec<String>,
     process: Process,
 }
 
 impl Redis {
     /// Starts redis-server and waits until it answers PING.
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// Starts redis-server with extra configuration arguments (e.g. `--busy-reply-threshold 200`),
+    /// kept for [`Redis::restart`].
+    pub fn start_with(args: &[&str]) -> Self {
         let mut redis = Self {
             port: free_port(),
+            args: args.iter().map(|arg| arg.to_string()).collect(),
             process: Process(None),
         };
         redis.spawn();
@@ -78,6 +86,7 @@ impl Redis {
         let child = Command::new("redis-server")
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
+            .args(&self.args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -169,7 +178,18 @@ impl Gateway {
     }
 
     /// Starts the gateway with these arguments besides `--listen`, and waits for `/healthz`.
+    ///
+    /// The test Redis servers have only the all-powerful `default` user, so this passes
+    /// `--unsafe-allow-admin` too; [`Gateway::start_strict`] does not.
     pub fn start_with(args: &[&str]) -> Self {
+        let mut all = vec!["--unsafe-allow-admin"];
+        all.extend_from_slice(args);
+        Self::start_strict(&all)
+    }
+
+    /// Starts the gateway with exactly these arguments besides `--listen` (so it checks the Redis
+    /// user's ACL rules), and waits for `/healthz`.
+    pub fn start_strict(args: &[&str]) -> Self {
         let mut gateway = Self {
             port: free_port(),
             args: args.iter().map(|arg| arg.to_string()).collect(),
@@ -235,6 +255,41 @@ impl Gateway {
         }
         None
     }
+}
+
+/// Runs the gateway with these arguments (besides `--listen`, no `--unsafe-allow-admin`) when it is
+/// expected to refuse to start: its stderr once it exited unsuccessfully. Panics if it is still
+/// running after the start-up time, or exits successfully.
+pub fn gateway_refusal(args: &[&str]) -> String {
+    let mut child = Process(Some(
+        Command::new(gateway_binary())
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{}", free_port()))
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting edgelimit-gateway"),
+    ));
+    let deadline = Instant::now() + STARTUP;
+    let process = child.0.as_mut().expect("child");
+    let status = loop {
+        if let Ok(Some(status)) = process.try_wait() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the gateway did not refuse to start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(!status.success(), "the gateway exited successfully");
+    let mut stderr = String::new();
+    if let Some(mut pipe) = process.stderr.take() {
+        let _ = pipe.read_to_string(&mut stderr);
+    }
+    stderr
 }
 
 /// Sends raw bytes as one HTTP/1.1 request on a new connection and returns the whole reply as

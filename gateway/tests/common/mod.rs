@@ -1,7 +1,7 @@
 //! What the gateway's protocol tests add to the shared harness (`test-support`): a direct Redis
 //! connection and an HTTP client whose every reply must be JSON.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
@@ -92,4 +92,29 @@ pub async fn post(client: &Http, gw: &Gateway, path: &str, body: &str) -> Reply 
         body.to_owned(),
     )
     .await
+}
+
+/// GET /readyz without a token; its status.
+#[allow(dead_code)] // not every test file checks readiness
+pub async fn readyz(client: &Http, gw: &Gateway) -> u16 {
+    send(client, "GET", &format!("{}/readyz", gw.url()), &[], "")
+        .await
+        .status
+}
+
+/// Polls /readyz until it answers `want`; panics after `within`.
+#[allow(dead_code)] // not every test file checks readiness
+pub async fn wait_readyz(client: &Http, gw: &Gateway, want: u16, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let status = readyz(client, gw).await;
+        if status == want {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "/readyz still answers {status}, expected {want}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

@@ -1,0 +1,185 @@
+//! The start-up check that Redis itself refuses what the gateway denies.
+//!
+//! Lua scripts run with the rights of the connection's Redis user, not under the gateway's deny
+//! list: with the all-powerful `default` user, `EVAL "return redis.call('FLUSHALL')" 0` wipes
+//! everything. So the gateway connects as an ACL user without those commands, and before serving
+//! asks Redis, with `ACL DRYRUN <user> <command> …`, whether that user could run any of them.
+
+use std::time::Duration;
+
+use redis::aio::ConnectionLike;
+use redis::{AsyncConnectionConfig, Client, Value};
+
+/// Calls that cover each command the gateway denies: every subcommand that writes or reveals
+/// configuration, with arguments of the right arity (DRYRUN checks it).
+const PROBES: &[&[&str]] = &[
+    &["FLUSHALL"],
+    &["FLUSHDB"],
+    &["SWAPDB", "0", "1"],
+    &["MIGRATE", "127.0.0.1", "6379", "k", "0", "1000"],
+    &["CONFIG", "SET", "x", "y"],
+    &["CONFIG", "GET", "x"],
+    &["CONFIG", "REWRITE"],
+    &["CONFIG", "RESETSTAT"],
+    &["DEBUG", "SLEEP", "0"],
+    &["SHUTDOWN"],
+    &["MODULE", "LOAD", "x"],
+    &["MODULE", "UNLOAD", "x"],
+    &["ACL", "SETUSER", "x"],
+    &["ACL", "DELUSER", "x"],
+    &["ACL", "LOAD"],
+    &["ACL", "SAVE"],
+    &["SAVE"],
+    &["BGSAVE"],
+    &["BGREWRITEAOF"],
+    &["REPLICAOF", "NO", "ONE"],
+    &["SLAVEOF", "NO", "ONE"],
+    &["FAILOVER"],
+    &["FUNCTION", "LOAD", "x"],
+    &["FUNCTION", "DELETE", "x"],
+    &["FUNCTION", "FLUSH"],
+    &["FUNCTION", "RESTORE", "x"],
+];
+
+/// Commands that are checked whether or not `--deny-commands` lists them: functions are code
+/// that runs outside the script rules, and `FUNCTION FLUSH` deletes them all.
+const ALWAYS: &[&str] = &["FUNCTION"];
+
+/// Why the check did not pass.
+#[derive(Debug)]
+pub enum AclError {
+    /// Redis could not be reached: the check has to wait.
+    Unreachable(String),
+    /// The user may run denied commands, or its rules cannot be read: do not serve.
+    Refused(String),
+}
+
+/// The calls to try for the denied command names (upper case).
+fn probes(denied: &[String]) -> Vec<Vec<String>> {
+    let mut calls = Vec::new();
+    for name in denied
+        .iter()
+        .map(String::as_str)
+        .chain(ALWAYS.iter().copied())
+    {
+        let known: Vec<&&[&str]> = PROBES.iter().filter(|p| p[0] == name).collect();
+        if known.is_empty() {
+            calls.push(vec![name.to_owned()]);
+        }
+        for probe in known {
+            let call: Vec<String> = probe.iter().map(|s| (*s).to_owned()).collect();
+            if !calls.contains(&call) {
+                calls.push(call);
+            }
+        }
+    }
+    calls
+}
+
+/// Asks Redis at `url` whether its user may run any of the `denied` commands.
+pub async fn check(url: &str, denied: &[String], timeout: Duration) -> Result<(), AclError> {
+    let client = Client::open(url).map_err(|e| AclError::Refused(e.to_string()))?;
+    let info = client.get_connection_info();
+    let user = info
+        .redis_settings()
+        .username()
+        .unwrap_or("default")
+        .to_owned();
+    let place = format!("Redis user '{user}' at {}", info.addr());
+    let config = AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(timeout))
+        .set_response_timeout(Some(timeout));
+    let mut conn = client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+        .map_err(|e| AclError::Unreachable(e.to_string()))?;
+    let mut allowed = Vec::new();
+    for call in probes(denied) {
+        let mut cmd = redis::cmd("ACL");
+        cmd.arg("DRYRUN").arg(&user).arg(&call);
+        let reply = match conn.req_packed_command(&cmd).await {
+            Ok(value) => value,
+            Err(e) if e.is_io_error() || e.is_timeout() => {
+                return Err(AclError::Unreachable(e.to_string()))
+            }
+            Err(e) => match redis::ServerError::try_from(e) {
+                Ok(error) => Value::ServerError(error),
+                Err(e) => return Err(AclError::Unreachable(e.to_string())),
+            },
+        };
+        match reply {
+            Value::Okay => allowed.push(call_name(&call)),
+            Value::SimpleString(s) if s == "OK" => allowed.push(call_name(&call)),
+            // "This user has no permissions to run the '…' command".
+            Value::BulkString(_) | Value::SimpleString(_) | Value::VerbatimString { .. } => {}
+            Value::ServerError(error) if error.code() == "NOPERM" => {
+                return Err(AclError::Refused(format!(
+                    "cannot check the rules of the {place}: it may not run ACL DRYRUN \
+                     (grant it +acl|dryrun, see gateway/README.md), or pass --unsafe-allow-admin"
+                )))
+            }
+            Value::ServerError(error)
+                if error
+                    .details()
+                    .is_some_and(|d| d.contains("not found") || d.contains("Unknown command"))
+                    && call.len() == 1 =>
+            {
+                // A command this Redis does not have cannot be run either.
+            }
+            Value::ServerError(error) => {
+                return Err(AclError::Refused(format!(
+                    "cannot check the rules of the {place} with ACL DRYRUN ({} {}; Redis 7 or \
+                     later is needed), or pass --unsafe-allow-admin",
+                    error.code(),
+                    error.details().unwrap_or_default()
+                )))
+            }
+            other => {
+                return Err(AclError::Refused(format!(
+                    "unexpected reply to ACL DRYRUN from the {place}: {other:?}"
+                )))
+            }
+        }
+    }
+    if allowed.is_empty() {
+        return Ok(());
+    }
+    Err(AclError::Refused(format!(
+        "the {place} may run {}, which the gateway denies; Lua scripts run with the user's \
+         rights, so any token could run them through EVAL. Connect as a restricted ACL user \
+         (see gateway/README.md, \"Redis ACL\"), or pass --unsafe-allow-admin to serve anyway",
+        allowed.join(", ")
+    )))
+}
+
+/// Commands whose first argument is a subcommand (ACL rules can name `config|set`).
+const WITH_SUBCOMMANDS: &[&str] = &["ACL", "CONFIG", "FUNCTION", "MODULE"];
+
+/// `flushall`, or `config|set` for a subcommand.
+fn call_name(call: &[String]) -> String {
+    let name = call[0].to_ascii_lowercase();
+    match call.get(1) {
+        Some(sub) if WITH_SUBCOMMANDS.contains(&call[0].as_str()) => {
+            format!("{name}|{}", sub.to_ascii_lowercase())
+        }
+        _ => name,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probes_cover_subcommands_and_unknown_names() {
+        let calls = probes(&["CONFIG".to_owned(), "XYZ".to_owned()]);
+        assert!(calls.contains(&vec!["CONFIG".into(), "SET".into(), "x".into(), "y".into()]));
+        assert!(calls.contains(&vec!["XYZ".to_owned()]));
+        assert!(calls.contains(&vec!["FUNCTION".into(), "FLUSH".into()]));
+        assert_eq!(call_name(&["CONFIG".into(), "SET".into()]), "config|set");
+        assert_eq!(
+            call_name(&["SWAPDB".into(), "0".into(), "1".into()]),
+            "swapdb"
+        );
+    }
+}

@@ -1,0 +1,261 @@
+//! The HTTP/1.1 accept loop: a cap on open connections, a header-read and an idle timeout per
+//! connection, and a graceful shutdown with a deadline. (`axum::serve` has none of these.)
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::Request;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tower::ServiceExt;
+
+use crate::routes::GatewayService;
+
+/// Connection limits.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// From the first byte of a request head to its end (slow-header clients).
+    pub header_read: Duration,
+    /// No request in flight and no byte either way for this long: the connection is closed
+    /// (also a connection that never sends a byte).
+    pub idle: Duration,
+    /// Open connections at most; further ones wait in the listen backlog.
+    pub max_connections: usize,
+    /// After the shutdown signal, how long in-flight requests may take before the process exits.
+    pub shutdown_grace: Duration,
+}
+
+/// "No time": `head_started` when no request head is being read.
+const NONE: u64 = u64::MAX;
+
+/// What one connection is doing, in milliseconds since it was accepted.
+struct Activity {
+    accepted: Instant,
+    last_byte: AtomicU64,
+    head_started: AtomicU64,
+    in_flight: AtomicUsize,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Self {
+            accepted: Instant::now(),
+            last_byte: AtomicU64::new(0),
+            head_started: AtomicU64::new(NONE),
+            in_flight: AtomicUsize::new(0),
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.accepted.elapsed().as_millis() as u64
+    }
+
+    fn read(&self) {
+        let now = self.now();
+        self.last_byte.store(now, Ordering::Relaxed);
+        if self.in_flight.load(Ordering::Relaxed) == 0 {
+            let _ =
+                self.head_started
+                    .compare_exchange(NONE, now, Ordering::Relaxed, Ordering::Relaxed);
+        }
+    }
+
+    fn wrote(&self) {
+        self.last_byte.store(self.now(), Ordering::Relaxed);
+    }
+
+    /// A request head was read: the service runs until the guard drops.
+    fn begin(self: &Arc<Self>) -> InFlight {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        self.head_started.store(NONE, Ordering::Relaxed);
+        InFlight(self.clone())
+    }
+
+    /// Why the connection should be closed now, if it should.
+    fn expired(&self, limits: &Limits) -> Option<&'static str> {
+        if self.in_flight.load(Ordering::Relaxed) > 0 {
+            return None;
+        }
+        let now = self.now();
+        let head = self.head_started.load(Ordering::Relaxed);
+        if head != NONE {
+            (now.saturating_sub(head) > limits.header_read.as_millis() as u64)
+                .then_some("request head not complete in time")
+        } else {
+            (now.saturating_sub(self.last_byte.load(Ordering::Relaxed))
+                > limits.idle.as_millis() as u64)
+                .then_some("idle")
+        }
+    }
+}
+
+struct InFlight(Arc<Activity>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.wrote();
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A TCP stream that records when bytes move.
+struct Tracked {
+    stream: TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl AsyncRead for Tracked {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let result = Pin::new(&mut self.stream).poll_read(cx, buf);
+        if matches!(result, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.activity.read();
+        }
+        result
+    }
+}
+
+impl AsyncWrite for Tracked {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let result = Pin::new(&mut self.stream).poll_write(cx, buf);
+        if matches!(result, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.wrote();
+        }
+        result
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+/// Serves `service` on `listener` until `signal` resolves, then lets in-flight requests finish
+/// for at most `limits.shutdown_grace`. Returns whether every connection finished in time.
+pub async fn serve(
+    listener: TcpListener,
+    service: GatewayService,
+    limits: Limits,
+    signal: impl Future<Output = ()>,
+) -> bool {
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let (stop, stopped) = watch::channel(false);
+    tokio::pin!(signal);
+    loop {
+        let permit = tokio::select! {
+            () = &mut signal => break,
+            permit = slots.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+        };
+        let stream = tokio::select! {
+            () = &mut signal => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    // Out of file descriptors and the like: wait instead of spinning.
+                    tracing::warn!(%error, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        // Replies are written in one piece; do not let Nagle hold them back.
+        let _ = stream.set_nodelay(true);
+        tokio::spawn(connection(
+            stream,
+            service.clone(),
+            limits,
+            stopped.clone(),
+            permit,
+        ));
+    }
+    drop(listener);
+    let _ = stop.send(true);
+    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
+    let finished = tokio::time::timeout(limits.shutdown_grace, slots.acquire_many(all))
+        .await
+        .is_ok();
+    if !finished {
+        tracing::warn!(
+            grace_ms = limits.shutdown_grace.as_millis() as u64,
+            "requests still in flight after the shutdown deadline; exiting anyway"
+        );
+    }
+    finished
+}
+
+/// One connection, closed when it expires (see [`Limits`]) or, after the shutdown signal, once
+/// its request in flight is answered.
+async fn connection(
+    stream: TcpStream,
+    service: GatewayService,
+    limits: Limits,
+    mut stopped: watch::Receiver<bool>,
+    _permit: OwnedSemaphorePermit,
+) {
+    let activity = Arc::new(Activity::new());
+    let io = TokioIo::new(Tracked {
+        stream,
+        activity: activity.clone(),
+    });
+    let on_request = activity.clone();
+    let hyper_service = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let guard = on_request.begin();
+        let service = service.clone();
+        async move {
+            let response = service.oneshot(request.map(Body::new)).await;
+            drop(guard);
+            response
+        }
+    });
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .serve_connection(io, hyper_service);
+    tokio::pin!(conn);
+    let tick = limits.header_read.min(limits.idle) / 4;
+    let mut watchdog =
+        tokio::time::interval(tick.clamp(Duration::from_millis(5), Duration::from_secs(1)));
+    let mut shutting_down = false;
+    loop {
+        tokio::select! {
+            result = conn.as_mut() => {
+                if let Err(error) = result {
+                    tracing::debug!(%error, "connection ended with an error");
+                }
+                return;
+            }
+            _ = watchdog.tick(), if !shutting_down => {
+                if let Some(reason) = activity.expired(&limits) {
+                    tracing::debug!(reason, "closing connection");
+                    return;
+                }
+            }
+            _ = stopped.changed(), if !shutting_down => {
+                shutting_down = true;
+                conn.as_mut().graceful_shutdown();
+            }
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! An attacker holding a token, against a real redis-server: scripts that would take Redis
+//! hostage, scripts the gateway does not know, commands Redis must refuse even from Lua.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::json;
+use test_support::{gateway_refusal, Gateway, Redis, TOKEN};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn script_kill_reaches_a_redis_busy_with_an_endless_script() {
+    // Redis reads other clients only once a script has run this long (5 s by default).
+    let redis = Redis::start_with(&["--busy-reply-threshold", "200"]);
+    let gw = Gateway::in_front_of(&redis, &["--timeout-ms", "1000"]);
+    let c = http();
+    // The kill through `/`, then through `/pipeline` as @upstash/redis sends it.
+    for (path, kill) in [
+        ("/", r#"["SCRIPT","KILL"]"#),
+        ("/pipeline", r#"[["script","kill"]]"#),
+    ] {
+        let url = gw.url();
+        let hostage = tokio::spawn(async move {
+            let client = http();
+            let auth = format!("Bearer {TOKEN}");
+            send(
+                &client,
+                "POST",
+                &url,
+                &[("Authorization", &auth)],
+                r#"["EVAL","while true do end",0]"#,
+            )
+            .await
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        wait_readyz(&c, &gw, 503, Duration::from_secs(5)).await;
+        let started = Instant::now();
+        let r = post(&c, &gw, path, kill).await;
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "SCRIPT KILL took {:?}",
+            started.elapsed()
+        );
+        assert_eq!(r.status, 200, "{:?}", r.json);
+        let result = if path == "/" { &r.json } else { &r.json[0] };
+        assert_eq!(result, &json!({"result": "OK"}), "{path}");
+        let stopped = hostage.await.expect("hostage task");
+        assert_ne!(stopped.status, 200, "{:?}", stopped.json);
+        // Normal requests work again, on every route.
+        assert_eq!(
+            post(&c, &gw, "/", r#"["SET","k","v"]"#).await.json,
+            json!({"result": "OK"})
+        );
+        assert_eq!(
+            post(&c, &gw, "/pipeline", r#"[["GET","k"]]"#).await.json,
+            json!([{"result": "v"}])
+        );
+        assert_eq!(
+            post(&c, &gw, "/multi-exec", r#"[["INCR","n"]]"#)
+                .await
+                .status,
+            200
+        );
+        wait_readyz(&c, &gw, 200, Duration::from_secs(5)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn known_scripts_only_refuses_any_other_lua() {
+    let redis = Redis::start();
+    let dir = std::env::temp_dir().join(format!("gw-scripts-{}", test_support::free_port()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let known_text = "return 'known'";
+    let text_file = dir.join("known.lua");
+    std::fs::write(&text_file, known_text).expect("script file");
+    let listed = "return 'listed'";
+    let sha_file = dir.join("shas");
+    std::fs::write(&sha_file, format!("# extra\n{}\n", sha1_hex(listed))).expect("sha file");
+    let gw = Gateway::in_front_of(
+        &redis,
+        &[
+            "--known-scripts-only",
+            "--scripts-file",
+            text_file.to_str().expect("utf-8 path"),
+            "--scripts-file",
+            sha_file.to_str().expect("utf-8 path"),
+        ],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let c = http();
+    post(&c, &gw, "/", r#"["SET","keep","me"]"#).await;
+    // Known scripts run, by text and by SHA-1.
+    let r = post(&c, &gw, "/", &json!(["EVAL", known_text, 0]).to_string()).await;
+    assert_eq!(r.json, json!({"result": "known"}));
+    let r = post(
+        &c,
+        &gw,
+        "/",
+        &json!(["EVALSHA", sha1_hex(known_text), 0]).to_string(),
+    )
+    .await;
+    assert_eq!(r.json, json!({"result": "known"}));
+    let r = post(&c, &gw, "/", &json!(["EVAL", listed, 0]).to_string()).await;
+    assert_eq!(r.json, json!({"result": "listed"}));
+    // Anything else is refused before it reaches Redis.
+    for body in [
+        json!(["EVAL", "return redis.call('FLUSHALL')", 0]),
+        json!(["EVAL", "while true do end", 0]),
+        json!(["EVALSHA", sha1_hex("return 1"), 0]),
+        json!(["SCRIPT", "LOAD", "return redis.call('FLUSHALL')"]),
+        json!([
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=x\nredis.register_function('f', function() return 1 end)"
+        ]),
+    ] {
+        let r = post(&c, &gw, "/", &body.to_string()).await;
+        assert_eq!(r.status, 403, "{body}: {:?}", r.json);
+        assert!(
+            r.json["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("known")),
+            "{:?}",
+            r.json
+        );
+    }
+    // In a pipeline the refusal answers in place.
+    let r = post(
+        &c,
+        &gw,
+        "/pipeline",
+        &json!([["EVAL", "return 1", 0], ["GET", "keep"]]).to_string(),
+    )
+    .await;
+    assert_eq!(
+        r.json[0]["error"].as_str().map(|e| e.contains("known")),
+        Some(true)
+    );
+    assert_eq!(r.json[1], json!({"result": "me"}));
+    let kept: Option<String> = redis::cmd("GET")
+        .arg("keep")
+        .query(&mut redis.conn(0))
+        .expect("get");
+    assert_eq!(kept.as_deref(), Some("me"));
+}
+
+fn sha1_hex(text: &str) -> String {
+    sha1_smol::Sha1::from(text).digest().to_string()
+}
+
+/// The ACL rules of gateway/README.md ("Redis ACL"), for a user `name` with password `pass`.
+fn restricted_user(redis: &Redis, name: &str, pass: &str, extra: &[&str]) {
+    let rules = "on ~* &* +@all -flushall -flushdb -swapdb -migrate -config -debug -shutdown \
+                 -module -acl +acl|dryrun -save -bgsave -bgrewriteaof -replicaof -slaveof \
+                 -failover -function +function|kill +function|list +function|stats";
+    let mut cmd = redis::cmd("ACL");
+    cmd.arg("SETUSER").arg(name).arg(format!(">{pass}"));
+    for rule in rules.split_whitespace().chain(extra.iter().copied()) {
+        cmd.arg(rule);
+    }
+    let _: () = cmd.query(&mut redis.conn(0)).expect("ACL SETUSER");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restricted_redis_user_stops_lua_from_flushing_or_migrating() {
+    let redis = Redis::start();
+    restricted_user(&redis, "gateway", "s3cret", &[]);
+    let _: () = redis::cmd("SET")
+        .arg("keep")
+        .arg("me")
+        .query(&mut redis.conn(0))
+        .expect("set");
+    let url = format!("redis://gateway:s3cret@127.0.0.1:{}/0", redis.port);
+    let gw = Gateway::start_strict(&["--redis", &url, "--token", TOKEN]);
+    let c = http();
+    for script in [
+        "return redis.call('FLUSHALL')",
+        "return redis.call('FLUSHDB')",
+        "return redis.call('MIGRATE', '127.0.0.1', '1', 'keep', '0', '100')",
+        "return redis.call('SWAPDB', '0', '1')",
+    ] {
+        let r = post(&c, &gw, "/", &json!(["EVAL", script, 0]).to_string()).await;
+        assert_eq!(r.status, 400, "{script}: {:?}", r.json);
+        assert!(
+            r.json["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("can't run this command")),
+            "{script}: {:?}",
+            r.json
+        );
+    }
+    let kept: Option<String> = redis::cmd("GET")
+        .arg("keep")
+        .query(&mut redis.conn(0))
+        .expect("get");
+    assert_eq!(kept.as_deref(), Some("me"), "the data survives");
+    // Everything else still works for that user.
+    let r = post(
+        &c,
+        &gw,
+        "/",
+        r#"["EVAL","return redis.call('GET', KEYS[1])",1,"keep"]"#,
+    )
+    .await;
+    assert_eq!(r.json, json!({"result": "me"}));
+    let r = post(&c, &gw, "/multi-exec", r#"[["INCR","n"],["GET","keep"]]"#).await;
+    assert_eq!(r.json, json!([{"result": 1}, {"result": "me"}]));
+}
+
+#[test]
+fn the_gateway_refuses_to_start_with_a_user_that_may_run_denied_commands() {
+    let redis = Redis::start();
+    // The default user may run everything.
+    let stderr = gateway_refusal(&["--redis", &redis.url(0), "--token", TOKEN]);
+    for named in ["flushall", "migrate", "config|set", "--unsafe-allow-admin"] {
+        assert!(stderr.contains(named), "{named} missing from: {stderr}");
+    }
+    // A user restricted except for FLUSHALL: only FLUSHALL is named.
+    restricted_user(&redis, "almost", "pw", &["+flushall"]);
+    let url = format!("redis://almost:pw@127.0.0.1:{}/0", redis.port);
+    let stderr = gateway_refusal(&["--redis", &url, "--token", TOKEN]);
+    assert!(stderr.contains("may run flushall,"), "{stderr}");
+    assert!(!stderr.contains("config"), "{stderr}");
+    // --unsafe-allow-admin starts it anyway.
+    let gw = Gateway::start_strict(&[
+        "--redis",
+        &redis.url(0),
+        "--token",
+        TOKEN,
+        "--unsafe-allow-admin",
+    ]);
+    let reply = test_support::raw_http(
+        gw.port,
+        &format!(
+            "POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\
+             Content-Length: 8\r\nConnection: close\r\n\r\n"
+        ),
+        br#"["PING"]"#,
+    )
+    .expect("reply");
+    assert!(reply.contains("PONG"), "{reply}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_and_pipelines_are_bounded() {
+    let redis = Redis::start();
+    let mib = "x".repeat(1024 * 1024);
+    let _: () = redis::cmd("SET")
+        .arg("big")
+        .arg(&mib)
+        .query(&mut redis.conn(0))
+        .expect("set");
+    let limit = (2 * 1024 * 1024 + 1024).to_string();
+    let gw = Gateway::in_front_of(
+        &redis,
+        &["--max-reply-bytes", &limit, "--max-pipeline-commands", "8"],
+    );
+    let c = http();
+    let gets = |n: usize| json!(vec![["GET", "big"]; n]).to_string();
+    // Within the bound: two 1 MiB values.
+    let r = post(&c, &gw, "/pipeline", &gets(2)).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.json[1]["result"].as_str().map(str::len),
+        Some(1024 * 1024)
+    );
+    // Over it: three, in a pipeline or a transaction, or LRANGE-like in one command.
+    for path in ["/pipeline", "/multi-exec"] {
+        let r = post(&c, &gw, path, &gets(3)).await;
+        assert_eq!(r.status, 400, "{path}");
+        let error = r.json["error"].as_str().expect("error");
+        assert!(error.contains("reply is larger than the limit"), "{error}");
+    }
+    let r = post(
+        &c,
+        &gw,
+        "/",
+        r#"["EVAL","return {redis.call('GET','big'),redis.call('GET','big'),redis.call('GET','big')}",0]"#,
+    )
+    .await;
+    assert_eq!(r.status, 400, "{:?}", r.json["error"]);
+    // Pipelines are bounded in length.
+    let r = post(&c, &gw, "/pipeline", &json!(vec![["PING"]; 9]).to_string()).await;
+    assert_eq!(r.status, 400);
+    assert!(r.json["error"]
+        .as_str()
+        .is_some_and(|e| e.contains("the limit is 8")));
+    let r = post(&c, &gw, "/pipeline", &json!(vec![["PING"]; 8]).to_string()).await;
+    assert_eq!(r.status, 200);
+}
