@@ -57,25 +57,18 @@ pub fn js_rate_limit_headers(response: JsValue, options: JsValue) -> JsResult<Js
         epoch_millis("now", &now)?
     };
     let style = options::field(CONTEXT, "options", &options, true, "style")?;
-    let style = match style.as_string().as_deref() {
-        None if style.is_undefined() => HeaderStyle::Separate,
-        Some("separate") => HeaderStyle::Separate,
-        Some("draft-07") => HeaderStyle::Draft07,
-        Some("draft-11") => HeaderStyle::Draft11,
-        text => {
-            let error = if text.is_some() {
-                range_error
-            } else {
-                type_error
-            };
-            return Err(error(
-                CONTEXT,
-                "style",
-                "must be \"separate\", \"draft-07\" or \"draft-11\"",
-                &style,
-            ));
-        }
-    };
+    let style = options::one_of(
+        CONTEXT,
+        "style",
+        &style,
+        HeaderStyle::Separate,
+        &[
+            ("separate", HeaderStyle::Separate),
+            ("draft-07", HeaderStyle::Draft07),
+            ("draft-11", HeaderStyle::Draft11),
+        ],
+        "must be \"separate\", \"draft-07\" or \"draft-11\"",
+    )?;
     let window = options::field(CONTEXT, "options", &options, true, "window")?;
     let window = if window.is_undefined() {
         None

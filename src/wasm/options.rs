@@ -99,6 +99,28 @@ pub fn duration(context: &str, field: &str, value: &JsValue) -> JsResult<Duratio
     })
 }
 
+/// One of `choices` (a name and its value) by its name, `default` when undefined; else a `TypeError`
+/// (not a string) or a `RangeError` (another string) whose text is `rule`.
+pub fn one_of<T: Copy>(
+    context: &str,
+    field: &str,
+    value: &JsValue,
+    default: T,
+    choices: &[(&str, T)],
+    rule: &str,
+) -> JsResult<T> {
+    if value.is_undefined() {
+        return Ok(default);
+    }
+    let Some(text) = value.as_string() else {
+        return Err(type_error(context, field, rule, value));
+    };
+    match choices.iter().find(|(name, _)| *name == text) {
+        Some(&(_, choice)) => Ok(choice),
+        None => Err(range_error(context, field, rule, value)),
+    }
+}
+
 /// A string, not empty unless `allow_empty`.
 pub fn string(context: &str, field: &str, value: &JsValue, allow_empty: bool) -> JsResult<String> {
     let Some(text) = value.as_string() else {

@@ -101,24 +101,14 @@ impl JsRatelimit {
         };
 
         let fail_mode = get(&config, "failMode")?;
-        let fail_mode = match fail_mode.as_string().as_deref() {
-            None if fail_mode.is_undefined() => FailMode::Open,
-            Some("open") => FailMode::Open,
-            Some("closed") => FailMode::Closed,
-            text => {
-                let error = if text.is_some() {
-                    range_error
-                } else {
-                    type_error
-                };
-                return Err(error(
-                    CONTEXT,
-                    "failMode",
-                    "must be \"open\" or \"closed\"",
-                    &fail_mode,
-                ));
-            }
-        };
+        let fail_mode = options::one_of(
+            CONTEXT,
+            "failMode",
+            &fail_mode,
+            FailMode::Open,
+            &[("open", FailMode::Open), ("closed", FailMode::Closed)],
+            "must be \"open\" or \"closed\"",
+        )?;
 
         let dynamic_limits = get(&config, "dynamicLimits")?;
         if !(dynamic_limits.is_undefined() || dynamic_limits.as_bool().is_some()) {
