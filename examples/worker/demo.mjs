@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Miniflare } from "miniflare";
-import { bundleWorker } from "../../scripts/bundle_worker.mjs";
+import { bundleWorker, workerOptions } from "../../scripts/bundle_worker.mjs";
 import { linkPackage } from "../../scripts/link_pkg.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
@@ -41,12 +41,7 @@ try {
   await bundleWorker(join(here, "worker.mjs"), outfile);
 
   miniflare = new Miniflare({
-    modules: true,
-    scriptPath: outfile,
-    modulesRoot: scratch,
-    modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"] }],
-    compatibilityDate: "2026-04-01",
-    cf: false,
+    ...workerOptions(outfile),
     bindings: {
       UPSTASH_REDIS_REST_URL: url,
       UPSTASH_REDIS_REST_TOKEN: token,

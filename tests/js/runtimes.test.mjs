@@ -22,7 +22,7 @@ import { Redis as UpstashRedis } from "@upstash/redis";
 import { EdgeRuntime } from "edge-runtime";
 import * as esbuild from "esbuild";
 import { Miniflare } from "miniflare";
-import { bundleWorker } from "../../scripts/bundle_worker.mjs";
+import { bundleWorker, workerOptions } from "../../scripts/bundle_worker.mjs";
 import { linkPackage } from "../../scripts/link_pkg.mjs";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -161,14 +161,7 @@ test("workerd (miniflare) imports the package through the `workerd` condition", 
   const entries = pkgEntries(await bundleWorker(join(runtimesDir, "worker.mjs"), outfile));
   assert.deepEqual(entries, ["pkg/index.workerd.js"]);
 
-  const miniflare = new Miniflare({
-    modules: true,
-    scriptPath: outfile,
-    modulesRoot: scratch,
-    modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"] }],
-    compatibilityDate: "2026-04-01",
-    cf: false,
-  });
+  const miniflare = new Miniflare(workerOptions(outfile));
   try {
     // Twice in one isolate: the second request reuses what the first left behind (the package's
     // instance, its AbortControllers), which workerd must accept across requests.
