@@ -6,16 +6,15 @@
 //   bash scripts/with_gateway.sh node examples/worker/demo.mjs
 //
 // Needs pkg/ (make pkg). Stops everything and exits by itself (0 when the demo ran).
-import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import * as esbuild from "esbuild";
 import { Miniflare } from "miniflare";
+import { bundleWorker, workerOptions } from "../../scripts/bundle_worker.mjs";
 import { linkPackage } from "../../scripts/link_pkg.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
-const root = fileURLToPath(new URL("../../", import.meta.url));
 const SECONDS = 3;
 const ALGORITHMS = ["fixedWindow", "slidingWindow", "tokenBucket", "gcra"];
 /** Who sends how many requests a second (to every algorithm): one too many, one a little, one calm. */
@@ -39,32 +38,10 @@ const scratch = mkdtempSync(join(tmpdir(), "edgelimit-demo-"));
 let miniflare;
 try {
   const outfile = join(scratch, "worker.mjs");
-  await esbuild.build({
-    entryPoints: [join(here, "worker.mjs")],
-    absWorkingDir: root,
-    bundle: true,
-    platform: "neutral",
-    conditions: ["workerd", "worker"],
-    format: "esm",
-    outfile,
-    logLevel: "error",
-    // workerd loads `import wasm from "./edgelimit_bg.wasm"` itself, as a compiled module.
-    plugins: [{
-      name: "wasm-module",
-      setup(build) {
-        build.onResolve({ filter: /\.wasm$/ }, ({ path }) => ({ path, external: true }));
-      },
-    }],
-  });
-  copyFileSync(join(root, "pkg/edgelimit_bg.wasm"), join(scratch, "edgelimit_bg.wasm"));
+  await bundleWorker(join(here, "worker.mjs"), outfile);
 
   miniflare = new Miniflare({
-    modules: true,
-    scriptPath: outfile,
-    modulesRoot: scratch,
-    modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"] }],
-    compatibilityDate: "2026-04-01",
-    cf: false,
+    ...workerOptions(outfile),
     bindings: {
       UPSTASH_REDIS_REST_URL: url,
       UPSTASH_REDIS_REST_TOKEN: token,

@@ -23,6 +23,14 @@ impl Command {
             .get(i)
             .map(|a| String::from_utf8_lossy(a).to_ascii_uppercase())
     }
+
+    /// A command from its parts as text, for tests: `Command::of(&["SET", "k", "v"])`.
+    #[cfg(test)]
+    pub fn of(parts: &[&str]) -> Self {
+        Command {
+            args: parts.iter().map(|p| p.as_bytes().to_vec()).collect(),
+        }
+    }
 }
 
 fn bad(message: impl Into<String>) -> GatewayError {

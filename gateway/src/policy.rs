@@ -198,25 +198,28 @@ fn is_read(command: &Command, name: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn cmd(parts: &[&str]) -> Command {
-        Command {
-            args: parts.iter().map(|p| p.as_bytes().to_vec()).collect(),
-        }
-    }
-
     #[test]
     fn rules() {
         let p = Policy::new(&["FLUSHALL".to_owned()]);
-        assert!(p.check(&cmd(&["flushall"]), false).is_err());
-        assert!(p.check(&cmd(&["select", "1"]), false).is_err());
+        assert!(p.check(&Command::of(&["flushall"]), false).is_err());
+        assert!(p.check(&Command::of(&["select", "1"]), false).is_err());
         assert!(p
-            .check(&cmd(&["xread", "block", "0", "streams", "s", "$"]), false)
+            .check(
+                &Command::of(&["xread", "block", "0", "streams", "s", "$"]),
+                false
+            )
             .is_err());
-        assert!(p.check(&cmd(&["set", "k", "v"]), false).is_ok());
-        assert!(p.check(&cmd(&["set", "k", "v"]), true).is_err());
-        assert!(p.check(&cmd(&["get", "k"]), true).is_ok());
-        assert!(p.check(&cmd(&["script", "exists", "x"]), true).is_ok());
-        assert!(p.check(&cmd(&["script", "load", "x"]), true).is_err());
-        assert!(p.check(&cmd(&["eval", "return 1", "0"]), true).is_err());
+        assert!(p.check(&Command::of(&["set", "k", "v"]), false).is_ok());
+        assert!(p.check(&Command::of(&["set", "k", "v"]), true).is_err());
+        assert!(p.check(&Command::of(&["get", "k"]), true).is_ok());
+        assert!(p
+            .check(&Command::of(&["script", "exists", "x"]), true)
+            .is_ok());
+        assert!(p
+            .check(&Command::of(&["script", "load", "x"]), true)
+            .is_err());
+        assert!(p
+            .check(&Command::of(&["eval", "return 1", "0"]), true)
+            .is_err());
     }
 }

@@ -25,30 +25,14 @@ fn upstash_redis_client() {
 fn upstash_ratelimit_single_region_uses_evalsha_hits() {
     let redis = Redis::start();
     let gw = Gateway::start(&redis.url(0));
-    let out = run_node(
-        "ratelimit.mjs",
-        &[
-            ("GATEWAY_URL", gw.url()),
-            ("GATEWAY_TOKEN", TOKEN.to_owned()),
-            ("REDIS_PORT", redis.port.to_string()),
-        ],
-    );
-    assert!(out.contains("all checks passed"), "{out}");
+    run_ratelimit_checks(&redis, &gw);
 }
 
 #[test]
 fn upstash_ratelimit_runs_under_known_scripts_only() {
     let redis = Redis::start();
     let gw = Gateway::in_front_of(&redis, &["--known-scripts-only"]);
-    let out = run_node(
-        "ratelimit.mjs",
-        &[
-            ("GATEWAY_URL", gw.url()),
-            ("GATEWAY_TOKEN", TOKEN.to_owned()),
-            ("REDIS_PORT", redis.port.to_string()),
-        ],
-    );
-    assert!(out.contains("all checks passed"), "{out}");
+    run_ratelimit_checks(&redis, &gw);
 }
 
 #[test]
@@ -82,6 +66,19 @@ fn upstash_ratelimit_multi_region_over_two_servers() {
 
 /// Runs a node script from tests/js with the given environment; fails loudly if node or the
 /// npm packages are missing.
+/// Runs `ratelimit.mjs` (single region) against `gw` in front of `redis`; it must pass.
+fn run_ratelimit_checks(redis: &Redis, gw: &Gateway) {
+    let out = run_node(
+        "ratelimit.mjs",
+        &[
+            ("GATEWAY_URL", gw.url()),
+            ("GATEWAY_TOKEN", TOKEN.to_owned()),
+            ("REDIS_PORT", redis.port.to_string()),
+        ],
+    );
+    assert!(out.contains("all checks passed"), "{out}");
+}
+
 fn run_node(script: &str, env: &[(&str, String)]) -> String {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/js");
     let path = dir.join(script);

@@ -134,26 +134,14 @@ async fn sigterm_lets_in_flight_requests_finish() {
     let slow = r#"local t = redis.call('TIME'); local start = t[1] * 1000000 + t[2]
 while true do t = redis.call('TIME'); if t[1] * 1000000 + t[2] - start > 600000 then break end end
 return 'done'"#;
-    let url = gw.url();
-    let request = tokio::spawn(async move {
-        let client = http();
-        let auth = format!("Bearer {TOKEN}");
-        send(
-            &client,
-            "POST",
-            &url,
-            &[("Authorization", &auth)],
-            json!(["EVAL", slow, 0]).to_string(),
-        )
-        .await
-    });
+    let request = spawn_post(gw.url(), json!(["EVAL", slow, 0]).to_string());
     tokio::time::sleep(Duration::from_millis(200)).await;
     let status = std::process::Command::new("kill")
         .args(["-TERM", &gw.pid().to_string()])
         .status()
         .expect("kill");
     assert!(status.success());
-    let r = request.await.expect("request task");
+    let r = request.await.expect("request task").expect("http request");
     assert_eq!(r.json, json!({"result": "done"}));
     assert_eq!(
         gw.wait_exit(Duration::from_secs(10)),
@@ -305,20 +293,8 @@ async fn shutdown_gives_up_on_requests_after_its_deadline() {
     let slow = r#"local t = redis.call('TIME'); local start = t[1] * 1000000 + t[2]
 while true do t = redis.call('TIME'); if t[1] * 1000000 + t[2] - start > 3000000 then break end end
 return 'done'"#;
-    let url = gw.url();
-    let _request = tokio::spawn(async move {
-        let client = http();
-        let auth = format!("Bearer {TOKEN}");
-        let body = json!(["EVAL", slow, 0]).to_string();
-        let _ = client
-            .request(
-                hyper::Request::post(url)
-                    .header("Authorization", auth)
-                    .body(http_body_util::Full::new(hyper::body::Bytes::from(body)))
-                    .expect("request"),
-            )
-            .await;
-    });
+    // Its outcome does not matter: the gateway drops it at the deadline.
+    let _request = spawn_post(gw.url(), json!(["EVAL", slow, 0]).to_string());
     tokio::time::sleep(Duration::from_millis(200)).await;
     let started = Instant::now();
     let status = std::process::Command::new("kill")

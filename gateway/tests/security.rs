@@ -20,19 +20,7 @@ async fn script_kill_reaches_a_redis_busy_with_an_endless_script() {
         ("/", r#"["SCRIPT","KILL"]"#),
         ("/pipeline", r#"[["script","kill"]]"#),
     ] {
-        let url = gw.url();
-        let hostage = tokio::spawn(async move {
-            let client = http();
-            let auth = format!("Bearer {TOKEN}");
-            send(
-                &client,
-                "POST",
-                &url,
-                &[("Authorization", &auth)],
-                r#"["EVAL","while true do end",0]"#,
-            )
-            .await
-        });
+        let hostage = spawn_post(gw.url(), r#"["EVAL","while true do end",0]"#.to_owned());
         tokio::time::sleep(Duration::from_millis(300)).await;
         wait_readyz(&c, &gw, 503, Duration::from_secs(5)).await;
         let started = Instant::now();
@@ -45,7 +33,7 @@ async fn script_kill_reaches_a_redis_busy_with_an_endless_script() {
         assert_eq!(r.status, 200, "{:?}", r.json);
         let result = if path == "/" { &r.json } else { &r.json[0] };
         assert_eq!(result, &json!({"result": "OK"}), "{path}");
-        let stopped = hostage.await.expect("hostage task");
+        let stopped = hostage.await.expect("hostage task").expect("http request");
         assert_ne!(stopped.status, 200, "{:?}", stopped.json);
         // Normal requests work again, on every route.
         assert_eq!(

@@ -10,7 +10,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
@@ -22,6 +22,7 @@ import { Redis as UpstashRedis } from "@upstash/redis";
 import { EdgeRuntime } from "edge-runtime";
 import * as esbuild from "esbuild";
 import { Miniflare } from "miniflare";
+import { bundleWorker, workerOptions } from "../../scripts/bundle_worker.mjs";
 import { linkPackage } from "../../scripts/link_pkg.mjs";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -122,8 +123,12 @@ async function bundle(entry, { conditions, format, wasmPlugin }) {
     logLevel: "error",
     plugins: [wasmPlugin],
   });
-  const entries = Object.keys(metafile.inputs).filter((input) => /^pkg\/index\.\w+\.js$/.test(input));
-  return { outfile, entries };
+  return { outfile, entries: pkgEntries(metafile) };
+}
+
+/** The package entries (pkg/index.*.js) a bundle took in, from its esbuild metafile. */
+function pkgEntries(metafile) {
+  return Object.keys(metafile.inputs).filter((input) => /^pkg\/index\.\w+\.js$/.test(input));
 }
 
 test("Node imports the package through the `node` condition", { skip }, async (t) => {
@@ -152,24 +157,11 @@ test("Deno imports the package through the `deno` condition", { skip }, async (t
 test("workerd (miniflare) imports the package through the `workerd` condition", { skip }, async () => {
   // The bundle keeps `import wasm from "./edgelimit_bg.wasm"`; workerd loads the file beside it as a
   // compiled module.
-  const keepWasm = {
-    name: "wasm-module",
-    setup(build) {
-      build.onResolve({ filter: /\.wasm$/ }, ({ path }) => ({ path, external: true }));
-    },
-  };
-  const { outfile, entries } = await bundle("worker.mjs", { conditions: ["workerd", "worker"], format: "esm", wasmPlugin: keepWasm });
+  const outfile = join(scratch, "worker.bundle.mjs");
+  const entries = pkgEntries(await bundleWorker(join(runtimesDir, "worker.mjs"), outfile));
   assert.deepEqual(entries, ["pkg/index.workerd.js"]);
-  copyFileSync(join(pkgDir, "edgelimit_bg.wasm"), join(scratch, "edgelimit_bg.wasm"));
 
-  const miniflare = new Miniflare({
-    modules: true,
-    scriptPath: outfile,
-    modulesRoot: scratch,
-    modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"] }],
-    compatibilityDate: "2026-04-01",
-    cf: false,
-  });
+  const miniflare = new Miniflare(workerOptions(outfile));
   try {
     // Twice in one isolate: the second request reuses what the first left behind (the package's
     // instance, its AbortControllers), which workerd must accept across requests.
