@@ -104,7 +104,7 @@ fn seconds_until(at_ms: u64, now_ms: u64) -> u64 {
 fn seconds(duration: Duration) -> u64 {
     let whole = duration.as_secs();
     if duration.subsec_nanos() > 0 {
-        whole + 1
+        whole.saturating_add(1)
     } else {
         whole
     }
