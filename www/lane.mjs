@@ -53,6 +53,9 @@ export function h(tag, attributes = {}, ...children) {
   return element;
 }
 
+/** Text for screen readers only (which limiter a repeated label belongs to). */
+const hidden = (text) => h("span", { className: "visually-hidden" }, text);
+
 /** Shows `error` (or clears it, with null) in `output`, marking `input` invalid and described by it. */
 export function showError(input, output, error) {
   output.textContent = error ? `${error.name}: ${error.message}` : "";
@@ -103,7 +106,7 @@ export class Lane {
       const error = h("p", { id: id(`${name}-error`), className: "field-error" });
       this.#fields.set(name, { input, error });
       input.addEventListener("input", () => this.rebuild());
-      return h("div", { className: "field" }, h("label", { for: id(name) }, name), input, error);
+      return h("div", { className: "field" }, h("label", { for: id(name) }, name, hidden(` of ${algorithm}`)), input, error);
     });
     this.#laneError = h("p", { id: id("error"), className: "field-error" });
     this.#enabled.addEventListener("change", () => { this.#dirty = true; });
@@ -119,7 +122,7 @@ export class Lane {
       { className: "lane", "data-lane": algorithm, "aria-labelledby": id("title") },
       h("h3", { id: id("title") }, algorithm),
       h("p", { className: "about" }, about),
-      h("label", { className: "toggle" }, this.#enabled, " send requests to this limiter"),
+      h("label", { className: "toggle" }, this.#enabled, " send requests to this limiter", hidden(` (${algorithm})`)),
       h("div", { className: "params" }, ...fields),
       this.#laneError,
       h("dl", { className: "stats" }, stat("allowed", "allowed"), stat("denied", "denied"), stat("remaining", "remaining"), stat("reset", "reset in"), stat("reasons", "answered by")),
@@ -127,7 +130,7 @@ export class Lane {
       h(
         "details",
         {},
-        h("summary", {}, "Chart data"),
+        h("summary", {}, "Chart data", hidden(` of ${algorithm}`)),
         h("table", {}, h("caption", {}, `${algorithm}: requests per second, last ${SLICES} s`), h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "second"), h("th", { scope: "col" }, "allowed"), h("th", { scope: "col" }, "denied"))), this.#table),
       ),
     );
@@ -161,7 +164,7 @@ export class Lane {
    */
   rebuild() {
     const { Ratelimit } = this.#library;
-    this.#ratelimit?.free();
+    // The old limiter may still answer requests in flight: the garbage collector frees it afterwards.
     this.#ratelimit = null;
     this.#generation += 1;
     this.#prefix = `${this.#store.session}:${this.#algorithm}:${this.#generation}`;

@@ -316,8 +316,15 @@ test("a bad parameter shows the library's error next to its field, and the limit
   await closePage(page);
 });
 
-test("the page works from the keyboard alone, with a visible focus", { skip: noGateway }, async () => {
+test("the page works from the keyboard alone, with a visible focus and a name for every control", { skip: noGateway }, async () => {
   const page = await openPage();
+  // Every control has an accessible name, unique where it repeats per limiter ("tokens of gcra").
+  const tree = await page.locator("body").ariaSnapshot();
+  assert.doesNotMatch(tree, /^\s*- (textbox|spinbutton|checkbox|radio|button|combobox)(?! ")/m);
+  for (const algorithm of ALGORITHMS) {
+    assert.equal(await page.getByRole("checkbox", { name: `send requests to this limiter (${algorithm})`, exact: true }).count(), 1);
+  }
+  assert.equal(await page.getByRole("textbox", { name: "burst of gcra", exact: true }).count(), 1);
   // Tab visits every control, in order, each with a focus outline.
   const controls = await page.$$eval("input:not([disabled]), button:not([disabled]), summary, [tabindex='0']", (elements) => elements.map((element) => element.id || element.textContent.trim()));
   // A radio group is one tab stop (arrow keys move within it): the checked radio stands for both.
