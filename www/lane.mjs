@@ -2,6 +2,7 @@
 // next to the field it names), the Ratelimit they make on the chosen store, the decisions it answered
 // (counts, last remaining/reset, per time slice) and their chart.
 import { SliceSeries, SLICES, drawChart, sliceOf } from "./chart.mjs";
+import { h, hidden, showError } from "./dom.mjs";
 
 /** The algorithms, their factory parameters (name and starting value) and what they do. */
 export const ALGORITHMS = {
@@ -34,35 +35,12 @@ function fieldValue(text) {
 }
 
 /** A wait in milliseconds as text: "4.2 s" under a minute, else "12 min 5 s" or "3 h 20 min". */
-export function untilText(ms) {
+function untilText(ms) {
   const seconds = Math.max(0, ms) / 1000;
   if (seconds < 60) return `${seconds.toFixed(1)} s`;
   const minutes = Math.floor(seconds / 60);
   if (minutes < 60) return `${minutes} min ${Math.floor(seconds % 60)} s`;
   return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
-}
-
-/** `tag` with `attributes` (properties, or `data-*`/`aria-*` attributes) and children. */
-export function h(tag, attributes = {}, ...children) {
-  const element = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) {
-    if (name.startsWith("data-") || name.startsWith("aria-") || name === "role" || name === "for") element.setAttribute(name, value);
-    else element[name] = value;
-  }
-  element.append(...children);
-  return element;
-}
-
-/** Text for screen readers only (which limiter a repeated label belongs to). */
-const hidden = (text) => h("span", { className: "visually-hidden" }, text);
-
-/** Shows `error` (or clears it, with null) in `output`, marking `input` invalid and described by it. */
-export function showError(input, output, error) {
-  output.textContent = error ? `${error.name}: ${error.message}` : "";
-  if (input) {
-    if (error) input.setAttribute("aria-invalid", "true");
-    else input.removeAttribute("aria-invalid");
-  }
 }
 
 /** One algorithm's limiter on the page. */

@@ -2,7 +2,8 @@
 // against the real package (pkg/) and, for the Redis store, the real gateway and redis-server of
 // scripts/with_gateway.sh. Every algorithm on both stores: the counts the page shows are the decisions it
 // received, and those are the limiter's (exact expectations, a second limiter reading the same Redis
-// keys, and a raw read of a key through the gateway); the library's error next to a bad field; keyboard
+// keys, and a raw read of a key through the gateway); the fail mode's answers when Redis is unreachable;
+// the library's error next to a bad field; keyboard
 // operation with a visible focus; text contrast; a phone-sized viewport without horizontal scrolling.
 // Screenshots go to target/www-test/.
 //
@@ -65,7 +66,7 @@ async function openPage(options = { viewport: { width: 1280, height: 900 } }) {
   page.errors = [];
   page.on("pageerror", (error) => page.errors.push(String(error)));
   page.on("console", (message) => message.type() === "error" && page.errors.push(message.text()));
-  await page.goto(`http://127.0.0.1:${server.address().port}/`);
+  await page.goto(options.baseURL ?? `http://127.0.0.1:${server.address().port}/`);
   await page.waitForSelector("body[data-ready=true]", { timeout: 30_000 });
   return page;
 }
@@ -259,6 +260,28 @@ test("every algorithm on Redis through the gateway: the page, a second limiter a
   await closePage(page);
 });
 
+test("when Redis cannot be reached, each limiter's fail mode answers and the page says so", { skip: noGateway }, async () => {
+  const unreachable = await serve({ port: 0, redis: { url: process.env.EDGELIMIT_TEST_CLOSED_URL, token: "unused" } });
+  const page = await openPage({ viewport: { width: 1280, height: 900 }, baseURL: `http://127.0.0.1:${unreachable.address().port}/` });
+  try {
+    await page.check("#store-redis");
+    await page.click("#send-one");
+    await page.evaluate(() => playground.settled());
+    for (const algorithm of ALGORITHMS) {
+      const { decisions, stats } = await shown(page, algorithm);
+      assert.deepEqual(decisions.map(({ success, reason }) => ({ success, reason })), [{ success: true, reason: "error" }], algorithm);
+      assert.equal(stats.allowed, "1");
+      assert.equal(stats.reasons, "error 1");
+    }
+    // The browser reports the refused connections; nothing else went wrong.
+    assert.deepEqual(page.errors.filter((error) => !error.includes("ERR_CONNECTION_REFUSED")), []);
+    await closePage(page);
+  } finally {
+    unreachable.closeAllConnections();
+    await new Promise((resolve) => unreachable.close(resolve));
+  }
+});
+
 test("a bad parameter shows the library's error next to its field, and the limiter sits out", { skip: noChromium }, async () => {
   const page = await openPage();
   const cases = [
@@ -430,7 +453,7 @@ test("text keeps WCAG AA contrast, controls and focus 3:1", { skip: noChromium }
   await closePage(page);
 });
 
-test("at a phone's size (390 x 844) nothing scrolls sideways and every control is reachable", { skip: noGateway }, async () => {
+test("at a phone's size (390 x 844) nothing scrolls sideways and every control is big enough to tap", { skip: noGateway }, async () => {
   const page = await openPage({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
   await page.check("#store-redis");
   await page.tap("#send-one");

@@ -1,7 +1,8 @@
 // The comparison view: the same requests go to one limiter per algorithm, side by side, sent by hand
 // ("Send one") or at a chosen rate from several simulated clients, with each limiter's counts, last
 // remaining/reset and chart, and the last answers.
-import { ALGORITHMS, Lane, h, showError } from "../lane.mjs";
+import { h, showError } from "../dom.mjs";
+import { ALGORITHMS, Lane } from "../lane.mjs";
 import { Traffic } from "../traffic.mjs";
 
 /** How many answers the "Last answers" list keeps. */
