@@ -3,8 +3,8 @@
 // scripts/with_gateway.sh. Every algorithm on both stores: the counts the page shows are the decisions it
 // received, and those are the limiter's (exact expectations, a second limiter reading the same Redis
 // keys, and a raw read of a key through the gateway); the fail mode's answers when Redis is unreachable;
-// the library's error next to a bad field; keyboard
-// operation with a visible focus; text contrast; a phone-sized viewport without horizontal scrolling.
+// the library's error next to a bad field; keyboard operation with a visible focus; text contrast; a
+// phone-sized viewport without horizontal scrolling.
 // Screenshots go to target/www-test/.
 //
 //   bash scripts/with_gateway.sh node --test tests/js/www.test.mjs      (after make pkg)

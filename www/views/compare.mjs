@@ -7,6 +7,8 @@ import { Traffic } from "../traffic.mjs";
 
 /** How many answers the "Last answers" list keeps. */
 const LOG_LENGTH = 50;
+/** The least time between two updates of the totals read out to screen readers, in milliseconds. */
+const SUMMARY_EVERY_MS = 2000;
 
 /** Bounds of the traffic fields, checked by the page (they are not the library's parameters). */
 const TRAFFIC_FIELDS = {
@@ -27,6 +29,7 @@ export class CompareView {
   #errors = {};
   #run;
   #summary;
+  #summaryAt = 0;
   #log;
   #logBuffer = [];
 
@@ -98,7 +101,10 @@ export class CompareView {
   render(now) {
     for (const lane of this.#lanes) lane.render(now);
     const summary = `${this.#lanes.map((lane) => lane.summary()).join(". ")}.`;
-    if (this.#summary.textContent !== summary) this.#summary.textContent = summary;
+    if (this.#summary.textContent !== summary && now - this.#summaryAt >= SUMMARY_EVERY_MS) {
+      this.#summary.textContent = summary;
+      this.#summaryAt = now;
+    }
     if (this.#logBuffer.length > 0) {
       const items = this.#logBuffer.slice(-LOG_LENGTH).reverse().map((text) => h("li", {}, text));
       this.#log.prepend(...items);
