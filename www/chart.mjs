@@ -9,7 +9,7 @@ export const SLICES = 30;
 /** The slice a time (ms since the epoch) falls in. */
 export const sliceOf = (time) => Math.floor(time / SLICE_MS);
 
-/** Colours of the chart, also used by the page's legend (index.html). */
+/** Colours of the chart: the same as `--allowed`, `--denied` and `--text` in playground.css. */
 const COLORS = { allowed: "#1a7f37", denied: "#cf222e", text: "#1f2328", grid: "#6e7781" };
 
 /** Allowed and denied counts per slice, the last SLICES slices kept. */

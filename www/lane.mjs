@@ -1,7 +1,7 @@
 // One limiter of the playground: its parameter fields (checked by the library itself, whose error shows
 // next to the field it names), the Ratelimit they make on the chosen store, the decisions it answered
 // (counts, last remaining/reset, per time slice) and their chart.
-import { SliceSeries, SLICES, drawChart, sliceOf } from "./chart.mjs";
+import { SLICE_MS, SLICES, SliceSeries, drawChart, sliceOf } from "./chart.mjs";
 import { h, hidden, showError } from "./dom.mjs";
 
 /** The algorithms, their factory parameters (name and starting value) and what they do. */
@@ -87,7 +87,6 @@ export class Lane {
       return h("div", { className: "field" }, h("label", { for: id(name) }, name, hidden(` of ${algorithm}`)), input, error);
     });
     this.#laneError = h("p", { id: id("error"), className: "field-error" });
-    this.#enabled.addEventListener("change", () => { this.#dirty = true; });
 
     const stat = (name, label) => {
       this.#stats[name] = h("dd", { "data-stat": name });
@@ -115,19 +114,9 @@ export class Lane {
     this.#reset();
   }
 
-  /** The algorithm's name. */
-  get algorithm() {
-    return this.#algorithm;
-  }
-
   /** Whether this lane takes requests: ticked, with parameters the library accepted. */
   get ready() {
     return this.#enabled.checked && this.#ratelimit !== null;
-  }
-
-  /** The key prefix of the current limiter (its keys are `<prefix>:<identifier>…`). */
-  get prefix() {
-    return this.#prefix;
   }
 
   /** Uses `store` (`{ redis, session }`, redis undefined for memory) from now on, starting over. */
@@ -218,7 +207,7 @@ export class Lane {
       ...rows
         .filter((row) => row.allowed + row.denied > 0)
         .reverse()
-        .map((row) => h("tr", { "data-slice": String(row.slice) }, h("td", {}, new Date(row.slice * 1000).toLocaleTimeString()), h("td", {}, String(row.allowed)), h("td", {}, String(row.denied)))),
+        .map((row) => h("tr", { "data-slice": String(row.slice) }, h("td", {}, new Date(row.slice * SLICE_MS).toLocaleTimeString()), h("td", {}, String(row.allowed)), h("td", {}, String(row.denied)))),
     );
     this.#dirty = false;
     this.#drawnSlice = slice;
