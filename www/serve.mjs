@@ -1,11 +1,15 @@
-// Serves the playground: www/ at /, the built package (pkg/) at /pkg/. `make www` runs it:
+// Serves the playground: www/ at /, the built package (pkg/) at /pkg/, and /config.json, which tells the
+// page where Redis is. `make www` runs it beside a redis-server and the gateway:
 //
-//   node www/serve.mjs [port]     (default 8080; 0 picks a free one)
+//   bash scripts/with_gateway.sh node www/serve.mjs [port]     (default 8080; 0 picks a free one)
 //
-// Only files inside those two folders are served; the page needs nothing else (no Redis: it limits in
-// memory, inside the browser).
+// With EDGELIMIT_TEST_URL and EDGELIMIT_TEST_TOKEN set (scripts/with_gateway.sh sets them) the page
+// offers the Redis store through that gateway; without them, only the in-memory store. Only files
+// inside www/ and pkg/ are served, and /config.json (it holds the gateway's token) only to loopback
+// clients that name a loopback host.
 import { createServer } from "node:http";
 import { readFile } from "node:fs/promises";
+import { isIP } from "node:net";
 import { extname, join, normalize, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -27,10 +31,36 @@ function fileFor(path) {
   return file.startsWith(dir) && !file.endsWith(sep) ? file : null;
 }
 
-/** Starts the server on `port` of 127.0.0.1; resolves to it once it listens. */
-export function serve(port = 8080, host = "127.0.0.1") {
+/** Whether an address (`127.0.0.1`, `::ffff:127.0.0.1`, `::1`) is the loopback interface. */
+function isLoopbackAddress(address = "") {
+  const plain = address.replace(/^::ffff:/, "");
+  return plain === "::1" || (isIP(plain) === 4 && plain.startsWith("127."));
+}
+
+/**
+ * Whether a request comes from this machine and names it by a loopback host, so that a page of another
+ * site cannot read the token through a DNS name rebound to 127.0.0.1.
+ */
+function isLoopbackRequest(request) {
+  const host = (request.headers.host ?? "").replace(/:\d+$/, "").replace(/^\[(.*)\]$/, "$1");
+  return isLoopbackAddress(request.socket.remoteAddress) && (host === "localhost" || isLoopbackAddress(host));
+}
+
+/**
+ * Starts the server on `port` of `host`; resolves to it once it listens. `redis` (`{ url, token }` of an
+ * Upstash-compatible REST server, or null) is what /config.json hands the page.
+ */
+export function serve({ port = 8080, host = "127.0.0.1", redis = null } = {}) {
+  const config = JSON.stringify({ redis: redis && { url: redis.url, token: redis.token } });
   const server = createServer(async (request, response) => {
-    const file = fileFor(new URL(request.url, "http://localhost").pathname);
+    const path = new URL(request.url, "http://localhost").pathname;
+    if (path === "/config.json") {
+      const allowed = isLoopbackRequest(request);
+      response.writeHead(allowed ? 200 : 403, { "content-type": TYPES[".json"], "cache-control": "no-store" });
+      response.end(allowed ? config : JSON.stringify({ error: "/config.json is served to loopback clients only" }));
+      return;
+    }
+    const file = fileFor(path);
     try {
       if (!file || !TYPES[extname(file)]) throw Object.assign(new Error("not served"), { code: "ENOENT" });
       const body = await readFile(file);
@@ -48,6 +78,9 @@ export function serve(port = 8080, host = "127.0.0.1") {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === normalize(process.argv[1])) {
-  const server = await serve(Number(process.argv[2] ?? process.env.PORT ?? 8080));
+  const { EDGELIMIT_TEST_URL: url, EDGELIMIT_TEST_TOKEN: token } = process.env;
+  const redis = url && token ? { url, token } : null;
+  const server = await serve({ port: Number(process.argv[2] ?? process.env.PORT ?? 8080), redis });
   console.log(`edgelimit playground: http://127.0.0.1:${server.address().port}/ (Ctrl-C stops it)`);
+  console.log(redis ? `stores: in the page, or Redis through the gateway at ${url}` : "store: in the page only (no gateway: run `make www` for Redis)");
 }
