@@ -1,0 +1,319 @@
+//! Protection and analytics for [`Ratelimit`], as `@upstash/ratelimit` offers them with
+//! `enableProtection` and `analytics`: the identifier and the request's ip, user agent and country are
+//! looked up in the deny list the Upstash console manages (a value found answers `success: false`,
+//! [`Reason::DenyList`], without counting anything), and every answer is recorded as an analytics
+//! event. Both travel in the decision's own script (see `src/redis/guard.rs`); only answers given
+//! without the store (the denied-values cache, the ephemeral cache, local counts, the fail mode)
+//! record their event in the [`Pending`] work.
+//!
+//! When both are off, [`Ratelimit::limit`] pays one branch for them, nothing more.
+
+use super::analytics::{self, Members};
+use super::deny_list::{self, DeniedValues};
+use super::{response, Pending, Ratelimit, Reason, Response};
+use crate::backend::{Events, Guard, Guarded};
+use crate::error::{Error, Result};
+use crate::redis::Reply;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a request brings besides its identifier: the values checked against the deny list, and the
+/// geo fields recorded with its analytics event (`country`, `city`, `region`, `ip`... as in the peer's
+/// `geo`, in the order given).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Request<'a> {
+    /// The client's IP.
+    pub ip: Option<&'a str>,
+    /// The client's user agent.
+    pub user_agent: Option<&'a str>,
+    /// The client's country.
+    pub country: Option<&'a str>,
+    /// Fields added to the analytics event.
+    pub geo: &'a [(&'a str, &'a str)],
+}
+
+impl Request<'_> {
+    /// The values the deny list is checked for, as the peer: the identifier, then the ip, user agent
+    /// and country that are given and not empty.
+    pub fn values(&self, identifier: &str) -> Vec<String> {
+        [Some(identifier), self.ip, self.user_agent, self.country]
+            .into_iter()
+            .flatten()
+            .filter(|value| !value.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// The answer to [`Ratelimit::limit_request_with_pending`].
+pub struct Answer {
+    /// The answer itself.
+    pub response: Response,
+    /// The value found in the deny list, when [`Reason::DenyList`].
+    pub denied_value: Option<String>,
+    /// Work left after the answer (an analytics event, the write of local counts).
+    pub pending: Option<Pending>,
+}
+
+/// What is enabled: the deny list (with the values found in it lately), analytics, and the threshold
+/// of IP deny lists with scores.
+pub(super) struct Guards {
+    denied: Option<DeniedValues>,
+    analytics: bool,
+    threshold: f64,
+}
+
+impl Default for Guards {
+    fn default() -> Self {
+        Self {
+            denied: None,
+            analytics: false,
+            threshold: deny_list::DEFAULT_THRESHOLD,
+        }
+    }
+}
+
+impl Guards {
+    /// Whether decisions go through [`Ratelimit::limit_request_with_pending`].
+    pub fn active(&self) -> bool {
+        self.analytics || self.denied.is_some()
+    }
+
+    /// Whether the deny list is checked.
+    pub fn protects(&self) -> bool {
+        self.denied.is_some()
+    }
+}
+
+/// Protection needs every decision asked of the store, which local counts answer without.
+pub(super) fn check_local_counts(protection: bool) -> Result<()> {
+    if protection {
+        return Err(Error::Unsupported {
+            what: "protection (the deny list) with local counts, which answer without Redis".into(),
+        });
+    }
+    Ok(())
+}
+
+/// The answer to a request with a value in the deny list, as the peer gives it.
+fn denied() -> Response {
+    Response {
+        success: false,
+        limit: 0,
+        remaining: 0.0,
+        reset: 0,
+        retry_after: None,
+        reason: Some(Reason::DenyList),
+    }
+}
+
+impl Ratelimit {
+    /// The same limit with protection on or off: when on, the identifier and the request's ip, user
+    /// agent and country ([`Ratelimit::limit_request`]) are looked up in the deny list
+    /// (`<prefix>:denyList:all`, which the Upstash console and `@upstash/ratelimit` share); a value
+    /// found is denied with [`Reason::DenyList`] without counting anything, and remembered for a minute
+    /// (up to [`deny_list::DENIED_VALUES_CACHED`] values). The store must support it (Redis does); local
+    /// counts cannot have it.
+    pub fn with_protection(mut self, enabled: bool) -> Result<Self> {
+        if enabled {
+            check_local_counts(self.local_counts.is_some())?;
+        }
+        self.guards.denied = enabled.then(DeniedValues::new);
+        Ok(self)
+    }
+
+    /// The same limit recording every answer as an analytics event of `@upstash/core-analytics`
+    /// (`<prefix>:events:<hour>`), or not. The store must support it (Redis does).
+    pub fn with_analytics(mut self, enabled: bool) -> Self {
+        self.guards.analytics = enabled;
+        self
+    }
+
+    /// The same limit keeping, of IP deny lists with scores, the IPs scored at least `threshold` (from
+    /// 1 to 8, default 6, as the peer's `denyListThreshold`).
+    pub fn with_deny_list_threshold(mut self, threshold: f64) -> Result<Self> {
+        self.guards.threshold = deny_list::threshold(threshold)?;
+        Ok(self)
+    }
+
+    /// How many values found in the deny list are remembered now.
+    pub fn cached_denied_values(&self) -> usize {
+        self.guards.denied.as_ref().map_or(0, DeniedValues::len)
+    }
+
+    /// [`Ratelimit::limit`] for a request with `request`'s values and geo fields; the value found in the
+    /// deny list comes with the answer. Awaits the [`Pending`] work.
+    pub async fn limit_request(
+        &self,
+        identifier: &str,
+        rate: f64,
+        request: &Request<'_>,
+    ) -> Result<(Response, Option<String>)> {
+        let answer = self
+            .limit_request_with_pending(identifier, rate, request)
+            .await?;
+        if let Some(pending) = answer.pending {
+            pending.await;
+        }
+        Ok((answer.response, answer.denied_value))
+    }
+
+    /// [`Ratelimit::limit_request`], returning the work left after the answer instead of awaiting it.
+    pub async fn limit_request_with_pending(
+        &self,
+        identifier: &str,
+        rate: f64,
+        request: &Request<'_>,
+    ) -> Result<Answer> {
+        let values = if self.guards.protects() {
+            request.values(identifier)
+        } else {
+            Vec::new()
+        };
+        let members = self
+            .guards
+            .analytics
+            .then(|| Members::new(identifier, &values, request.geo));
+        self.limit_prepared(identifier, rate, values, members).await
+    }
+
+    /// The guarded decision, with the deny list checked for `values` (when protection is on) and the
+    /// analytics events written out in `members` (when analytics is on).
+    pub(crate) async fn limit_prepared(
+        &self,
+        identifier: &str,
+        rate: f64,
+        values: Vec<String>,
+        members: Option<Members>,
+    ) -> Result<Answer> {
+        let key = self.key(identifier)?;
+        let cost = self.cost(rate)?;
+        let now_micros = self.clock.now_micros();
+        let now_ms = now_micros / 1_000;
+        let events_key = members
+            .as_ref()
+            .map(|_| analytics::events_key(&self.prefix, now_ms));
+        let event = |pick: &dyn Fn(&Members) -> &str| -> Option<Pending> {
+            let (key, members) = (events_key.clone()?, members.as_ref()?);
+            let member = pick(members).to_owned();
+            let backend = Arc::clone(&self.backend);
+            // An event that cannot be written is lost, as the peer loses it (with a warning).
+            Some(Box::pin(async move {
+                let _ = backend.record_event(&key, &member).await;
+            }))
+        };
+        let answer = |response: Response, denied_value, pending| Answer {
+            response,
+            denied_value,
+            pending,
+        };
+
+        if let Some(index) = (self.guards.denied.as_ref()).and_then(|d| d.find(&values, now_ms)) {
+            let pending = event(&|members| &members.denied[index]);
+            return Ok(answer(denied(), Some(values[index].clone()), pending));
+        }
+        if let Some((response, write)) = self.local_answer(&key, cost, now_micros) {
+            let success = response.success;
+            let pending = join(write, event(&|members| members.of(success)));
+            return Ok(answer(response, None, pending));
+        }
+        if let Some(block) = self.cached_block(&key, rate, now_ms) {
+            return Ok(answer(block, None, event(&|members| members.of(false))));
+        }
+
+        let deny_key = self
+            .guards
+            .denied
+            .as_ref()
+            .map(|_| deny_list::all_key(&self.prefix));
+        let guard = Guard {
+            deny_list: deny_key.as_deref().map(|key| (key, &values[..])),
+            events: events_key
+                .as_deref()
+                .zip(members.as_ref())
+                .map(|(key, members)| Events {
+                    key,
+                    admitted: &members.admitted,
+                    limited: &members.limited,
+                    denied: &members.denied,
+                }),
+        };
+        let limit_key = self.limit_key.as_deref();
+        let decided = self
+            .backend
+            .decide_guarded(&key, cost, self.algorithm, limit_key, guard)
+            .await;
+        match decided {
+            Ok(Guarded::Decided(outcome)) => {
+                let decision = outcome.decision;
+                self.learn(key, rate, &decision, now_micros);
+                Ok(answer(response(decision), None, None))
+            }
+            Ok(Guarded::Denied(found)) => {
+                let index = self
+                    .guards
+                    .denied
+                    .as_ref()
+                    .and_then(|denied| denied.remember(&values, &found, now_ms))
+                    .ok_or_else(|| {
+                        let found = found.into_iter().map(Reply::Bool).collect();
+                        Error::MalformedReply {
+                            message: format!(
+                                "a deny list answer {} to no value",
+                                Reply::Array(found)
+                            ),
+                        }
+                    })?;
+                Ok(answer(denied(), Some(values[index].clone()), None))
+            }
+            Err(error) if error.is_invalid_input() => Err(error),
+            Err(error) => {
+                let response = self.fail_mode_response(&error, now_ms);
+                let success = response.success;
+                Ok(answer(
+                    response,
+                    None,
+                    event(&|members| members.of(success)),
+                ))
+            }
+        }
+    }
+
+    /// Replaces the IP deny list with the IPs of `lines` (an IP per line, optionally followed by its
+    /// score, kept when at least the threshold: see [`deny_list::ips_from_lines`]), with the keys and
+    /// steps of the peer's `updateIpDenyList`, valid for `ttl` or, for `None`, until the next 2 AM UTC
+    /// as the peer's. Returns how many IPs the list holds (those the console denies itself are not
+    /// counted: they stay when the list is replaced or disabled).
+    pub async fn update_ip_deny_list<'a>(
+        &self,
+        lines: impl IntoIterator<Item = &'a str>,
+        ttl: Option<Duration>,
+    ) -> Result<u64> {
+        let ips = deny_list::ips_from_lines(lines, self.guards.threshold)?;
+        let ttl = ttl.unwrap_or_else(|| deny_list::ip_list_ttl(self.clock.now_micros() / 1_000));
+        let [all, list, status] = deny_list::ip_keys(&self.prefix);
+        self.backend
+            .update_ip_deny_list([&all, &list, &status], &ips, ttl)
+            .await
+    }
+
+    /// Disables the IP deny list as the peer's `disableIpDenyList`: its IPs leave the deny list, and
+    /// the status says "disabled", so the peer does not download it again.
+    pub async fn disable_ip_deny_list(&self) -> Result<()> {
+        let [all, list, status] = deny_list::ip_keys(&self.prefix);
+        self.backend
+            .disable_ip_deny_list([&all, &list, &status])
+            .await
+    }
+}
+
+/// Both pieces of work, one after the other.
+fn join(first: Option<Pending>, second: Option<Pending>) -> Option<Pending> {
+    match (first, second) {
+        (Some(first), Some(second)) => Some(Box::pin(async move {
+            first.await;
+            second.await;
+        })),
+        (first, second) => first.or(second),
+    }
+}
