@@ -3,6 +3,7 @@
 
 use super::EphemeralCache;
 use crate::error::{Error, Result};
+use crate::redis::Reply;
 use std::time::Duration;
 
 /// How many denied values are remembered (the peer empties its cache past 1 000).
@@ -84,7 +85,7 @@ pub fn ips_from_lines<'a>(
         };
         let score = match (fields.next(), fields.next()) {
             (None, _) => None,
-            (Some(score), None) => Some(score.parse::<f64>().ok().filter(|s| s.is_finite())),
+            (Some(score), None) => Some(number(score)),
             (Some(_), Some(_)) => Some(None),
         };
         match score {
@@ -102,6 +103,16 @@ pub fn ips_from_lines<'a>(
         }
     }
     Ok(ips)
+}
+
+/// The number `text` is, read as the replies are (so the package carries no other number parser).
+fn number(text: &str) -> Option<f64> {
+    match serde_json::from_str::<Reply>(text).ok()? {
+        Reply::Integer(integer) => Some(integer as f64),
+        Reply::Unsigned(integer) => Some(integer as f64),
+        Reply::Float(float) => Some(float),
+        _ => None,
+    }
 }
 
 /// `denyListThreshold` checked: a number from 1 to 8, as the peer accepts.

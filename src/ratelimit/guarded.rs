@@ -13,7 +13,6 @@ use super::deny_list::{self, DeniedValues};
 use super::{response, Pending, Ratelimit, Reason, Response};
 use crate::backend::{Events, Guard, Guarded};
 use crate::error::{Error, Result};
-use crate::redis::Reply;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -96,7 +95,7 @@ pub(super) fn check_local_counts(protection: bool) -> Result<()> {
 }
 
 /// The answer to a request with a value in the deny list, as the peer gives it.
-fn denied() -> Response {
+fn denied_response() -> Response {
     Response {
         success: false,
         limit: 0,
@@ -210,7 +209,11 @@ impl Ratelimit {
 
         if let Some(index) = (self.guards.denied.as_ref()).and_then(|d| d.find(&values, now_ms)) {
             let pending = event(&|members| &members.denied[index]);
-            return Ok(answer(denied(), Some(values[index].clone()), pending));
+            return Ok(answer(
+                denied_response(),
+                Some(values[index].clone()),
+                pending,
+            ));
         }
         if let Some((response, write)) = self.local_answer(&key, cost, now_micros) {
             let success = response.success;
@@ -250,21 +253,11 @@ impl Ratelimit {
                 Ok(answer(response(decision), None, None))
             }
             Ok(Guarded::Denied(found)) => {
-                let index = self
-                    .guards
-                    .denied
-                    .as_ref()
-                    .and_then(|denied| denied.remember(&values, &found, now_ms))
-                    .ok_or_else(|| {
-                        let found = found.into_iter().map(Reply::Bool).collect();
-                        Error::MalformedReply {
-                            message: format!(
-                                "a deny list answer {} to no value",
-                                Reply::Array(found)
-                            ),
-                        }
-                    })?;
-                Ok(answer(denied(), Some(values[index].clone()), None))
+                // The store found one of the values sent, so protection is on.
+                let denied = self.guards.denied.as_ref();
+                let index = denied.and_then(|denied| denied.remember(&values, &found, now_ms));
+                let value = index.and_then(|index| values.get(index)).cloned();
+                Ok(answer(denied_response(), value, None))
             }
             Err(error) if error.is_invalid_input() => Err(error),
             Err(error) => {

@@ -108,28 +108,17 @@ impl<T: Transport> RedisBackend<T> {
         args.push(values.len().to_string());
         args.push(if guard.events.is_some() { "1" } else { "0" }.to_owned());
         let reply = script.run(self.client(), &keys, &args).await?;
-        match reply.as_array() {
-            Some([Reply::Text(tag), Reply::Array(found)]) if tag == "denyList" => {
-                let found: Option<Vec<bool>> = found
-                    .iter()
-                    .map(|flag| match flag.as_u64() {
-                        Some(0) => Some(false),
-                        Some(1) => Some(true),
-                        _ => None,
-                    })
-                    .collect();
-                match found {
-                    Some(found) if found.len() == values.len() && found.contains(&true) => {
-                        Ok(Guarded::Denied(found))
-                    }
-                    _ => Err(malformed(&format!(
-                        "the guarded {} script returned {reply}",
-                        script.name()
-                    ))),
-                }
+        if let Some([Reply::Text(tag), Reply::Array(found)]) = reply.as_array() {
+            let found: Vec<bool> = found.iter().map(|flag| flag.as_i64() == Some(1)).collect();
+            if tag != "denyList" || found.len() != values.len() || !found.contains(&true) {
+                return Err(malformed(&format!(
+                    "the guarded {} script returned {reply}",
+                    script.name()
+                )));
             }
-            _ => outcome(rule, script, &reply, cost).map(Guarded::Decided),
+            return Ok(Guarded::Denied(found));
         }
+        outcome(rule, script, &reply, cost).map(Guarded::Decided)
     }
 
     /// `ZINCRBY key 1 member`.
@@ -148,7 +137,8 @@ impl<T: Transport> RedisBackend<T> {
         ttl: Duration,
     ) -> Result<u64> {
         let mut args = Vec::with_capacity(ips.len() + 1);
-        args.push(ttl.as_millis().max(1).to_string());
+        let millis = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        args.push(millis.max(1).to_string());
         args.extend_from_slice(ips);
         let keys = keys.map(str::to_owned);
         let reply = UPDATE_IP_DENY_LIST.run(self.client(), &keys, &args).await?;

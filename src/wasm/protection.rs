@@ -1,0 +1,260 @@
+//! Protection and analytics as JavaScript sees them: the options `enableProtection`, `analytics` and
+//! `denyListThreshold` of `new Ratelimit`, the `ip`, `userAgent`, `country` and geo fields (`geo`, `cf`,
+//! or a `request` carrying them) of `limit`, `deniedValue` in its answer, and `updateIpDenyList` /
+//! `disableIpDenyList`.
+//!
+//! `limit` takes this path only when one of the two is on; otherwise nothing here runs. The analytics
+//! events are written by `JSON.stringify` (`protection.js`), in one call, so that they are the bytes
+//! `@upstash/core-analytics` writes whatever geo object a runtime hands over.
+
+use super::errors::{range_error, to_js_error, type_error};
+use super::options::{self, get, JsResult};
+use super::promise::promise;
+use super::ratelimit::{
+    limit_arguments, limit_error, pending_promise, response_object, JsRatelimit,
+};
+use crate::ratelimit::analytics::Members;
+use crate::ratelimit::deny_list::THRESHOLDS;
+use crate::ratelimit::{Ratelimit, Request};
+use js_sys::{Array, Function, Promise, Reflect};
+use std::rc::Rc;
+use std::time::Duration;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+
+#[wasm_bindgen(module = "/src/wasm/protection.js")]
+extern "C" {
+    /// The analytics events of a decision: admitted, rate limited, then denied for each value.
+    #[wasm_bindgen(catch, js_name = analyticsEvents)]
+    fn analytics_events(
+        identifier: &str,
+        options: &JsValue,
+        values: &Array,
+    ) -> Result<Array, JsValue>;
+
+    /// The lines of `list` (an array of lines, or a URL to fetch with `fetch`) as one text.
+    #[wasm_bindgen(js_name = ipDenyListText)]
+    fn ip_deny_list_text(fetch: &JsValue, list: &JsValue) -> Promise;
+}
+
+/// What `new Ratelimit` enabled, and the `fetch` of its Redis (for lists given by URL).
+pub struct Guards {
+    protection: bool,
+    analytics: bool,
+    threshold: Option<f64>,
+    fetch: JsValue,
+}
+
+impl Guards {
+    /// Reads `enableProtection`, `analytics` and `denyListThreshold` from `config`; both features need
+    /// `redis`, and protection cannot go with `cachedFixedWindow` (`cached`), which answers locally.
+    pub fn read(
+        context: &str,
+        config: &JsValue,
+        redis: bool,
+        cached: bool,
+        fetch: Option<Function>,
+    ) -> JsResult<Self> {
+        let flag = |field: &str| -> JsResult<bool> {
+            let value = get(config, field)?;
+            if !(value.is_undefined() || value.as_bool().is_some()) {
+                return Err(type_error(context, field, "must be a boolean", &value));
+            }
+            if value.as_bool() == Some(true) && !redis {
+                return Err(type_error(
+                    context,
+                    field,
+                    "needs `redis`: the deny list and the analytics live in Redis",
+                    &value,
+                ));
+            }
+            Ok(value.as_bool() == Some(true))
+        };
+        let protection = flag("enableProtection")?;
+        if protection && cached {
+            return Err(type_error(
+                context,
+                "enableProtection",
+                "cannot go with Ratelimit.cachedFixedWindow, which answers without asking Redis",
+                &JsValue::TRUE,
+            ));
+        }
+        let analytics = flag("analytics")?;
+        let threshold = get(config, "denyListThreshold")?;
+        let threshold = if threshold.is_undefined() {
+            None
+        } else {
+            let value =
+                options::number(context, "denyListThreshold", "must be a number", &threshold)?;
+            if !THRESHOLDS.contains(&value) {
+                return Err(range_error(
+                    context,
+                    "denyListThreshold",
+                    "must be a number from 1 to 8",
+                    &threshold,
+                ));
+            }
+            Some(value)
+        };
+        Ok(Self {
+            protection,
+            analytics,
+            threshold,
+            fetch: fetch.map_or(JsValue::UNDEFINED, Into::into),
+        })
+    }
+
+    /// Whether `limit` takes the guarded path.
+    pub fn active(&self) -> bool {
+        self.protection || self.analytics
+    }
+
+    /// `limiter` with these settings.
+    pub fn apply(&self, limiter: Ratelimit) -> crate::Result<Ratelimit> {
+        let limiter = limiter
+            .with_protection(self.protection)?
+            .with_analytics(self.analytics);
+        match self.threshold {
+            Some(threshold) => limiter.with_deny_list_threshold(threshold),
+            None => Ok(limiter),
+        }
+    }
+}
+
+/// `limit(identifier, { rate?, ip?, userAgent?, country?, geo?, cf?, request? })` with protection or
+/// analytics on: the answer carries `deniedValue` when `reason` is `"denyList"`. Never inlined, so
+/// that the plain `limit` stays as small as without these features.
+#[inline(never)]
+pub fn limit(
+    limiter: &Rc<Ratelimit>,
+    guards: &Guards,
+    identifier: &JsValue,
+    options: &JsValue,
+) -> Promise {
+    let arguments = limit_arguments(identifier, options).and_then(|(identifier, rate)| {
+        let (values, members) = prepare(guards, &identifier, options)?;
+        Ok((identifier, rate, values, members))
+    });
+    let limiter = Rc::clone(limiter);
+    promise(Box::pin(async move {
+        let (identifier, rate, values, members) = arguments?;
+        let answer = limiter
+            .limit_prepared(&identifier, rate, values, members)
+            .await
+            .map_err(|error| limit_error(error, rate))?;
+        let response = response_object(&answer.response, &pending_promise(answer.pending));
+        if let Some(value) = answer.denied_value {
+            Reflect::set(&response, &"deniedValue".into(), &value.into())?;
+        }
+        Ok(response)
+    }))
+}
+
+/// The values to look up in the deny list and the analytics events, from `limit`'s options.
+fn prepare(
+    guards: &Guards,
+    identifier: &str,
+    options: &JsValue,
+) -> JsResult<(Vec<String>, Option<Members>)> {
+    const CONTEXT: &str = "Ratelimit.limit";
+    let values = if guards.protection {
+        let text = |field: &str| -> JsResult<Option<String>> {
+            let value = if options.is_undefined() {
+                JsValue::UNDEFINED
+            } else {
+                get(options, field)?
+            };
+            if value.is_undefined() || value.is_null() {
+                return Ok(None);
+            }
+            options::string(CONTEXT, field, &value, true).map(Some)
+        };
+        let (ip, user_agent, country) = (text("ip")?, text("userAgent")?, text("country")?);
+        Request {
+            ip: ip.as_deref(),
+            user_agent: user_agent.as_deref(),
+            country: country.as_deref(),
+            geo: &[],
+        }
+        .values(identifier)
+    } else {
+        Vec::new()
+    };
+    if !guards.analytics {
+        return Ok((values, None));
+    }
+    let array = values
+        .iter()
+        .map(|value| JsValue::from_str(value))
+        .collect::<Array>();
+    let events = analytics_events(identifier, options, &array).map_err(|error| {
+        let reason = [
+            "must be JSON-serialisable for analytics: ",
+            &super::sys::string(&error),
+        ]
+        .concat();
+        type_error(
+            CONTEXT,
+            "geo",
+            &reason,
+            &get(options, "geo").unwrap_or_default(),
+        )
+    })?;
+    let mut events = events
+        .iter()
+        .map(|event| event.as_string().unwrap_or_default());
+    let admitted = events.next().unwrap_or_default();
+    let limited = events.next().unwrap_or_default();
+    let members = Members {
+        admitted,
+        limited,
+        denied: events.collect(),
+    };
+    Ok((values, Some(members)))
+}
+
+#[wasm_bindgen(js_class = Ratelimit)]
+impl JsRatelimit {
+    /// `updateIpDenyList(list, { ttl? }?)`: replaces the IP deny list, with the keys of
+    /// `@upstash/ratelimit`, by `list` — an array of lines, or a URL (a string or a `URL`) whose text is
+    /// fetched with the Redis `fetch` — each line an IP, optionally followed by its score (kept when at
+    /// least `denyListThreshold`). Valid for `ttl` ms, or until the next 2 AM UTC. A Promise of how many
+    /// IPs the list holds.
+    #[wasm_bindgen(js_name = updateIpDenyList)]
+    pub fn update_ip_deny_list(&self, list: JsValue, options: JsValue) -> Promise {
+        const CONTEXT: &str = "Ratelimit.updateIpDenyList";
+        let ttl = options::field(CONTEXT, "options", &options, true, "ttl").and_then(|ttl| {
+            if ttl.is_undefined() {
+                return Ok(None);
+            }
+            let millis = options::count(CONTEXT, "ttl", &ttl, false)?;
+            Ok(Some(Duration::from_millis(millis)))
+        });
+        // The list is checked and read (or fetched) by JavaScript, which rejects with what is wrong.
+        let fetch = &self.guards.fetch;
+        let arguments = ttl.map(|ttl| (ttl, JsFuture::from(ip_deny_list_text(fetch, &list))));
+        let limiter = Rc::clone(&self.inner);
+        promise(Box::pin(async move {
+            let (ttl, text) = arguments?;
+            let text = text.await?.as_string().unwrap_or_default();
+            let count = limiter
+                .update_ip_deny_list(text.lines(), ttl)
+                .await
+                .map_err(|error| to_js_error(CONTEXT, &error))?;
+            Ok((count as f64).into())
+        }))
+    }
+
+    /// `disableIpDenyList()`: removes the IP deny list from the deny list, as `@upstash/ratelimit`'s.
+    #[wasm_bindgen(js_name = disableIpDenyList)]
+    pub fn disable_ip_deny_list(&self) -> Promise {
+        let limiter = Rc::clone(&self.inner);
+        promise(Box::pin(async move {
+            limiter
+                .disable_ip_deny_list()
+                .await
+                .map_err(|error| to_js_error("Ratelimit.disableIpDenyList", &error))?;
+            Ok(JsValue::UNDEFINED)
+        }))
+    }
+}
