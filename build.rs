@@ -2,8 +2,7 @@
 //! shared `prelude.lua`, written unchanged to `$OUT_DIR/<name>.lua`, with its SHA-1 (as EVALSHA names
 //! it) in `$OUT_DIR/<name>.lua.sha1`, for `include_str!` (src/redis/layout.rs). Each also gets a
 //! guarded variant, `<name>.guarded.lua`: `guard/head.lua`, the prelude, the script's body as a
-//! function `decide`, then `guard/tail.lua` (src/redis/guard.rs). The scripts of `deny_list/` are
-//! written as they are.
+//! function `decide`, then `guard/tail.lua` (src/redis/guard.rs).
 
 use std::fs;
 use std::path::Path;
@@ -32,10 +31,6 @@ fn main() {
         emit(out_dir, &format!("{name}.lua"), &(prelude.clone() + &body));
         let guarded = format!("{head}{prelude}local function decide()\n{body}\nend\n{tail}");
         emit(out_dir, &format!("{name}.guarded.lua"), &guarded);
-    }
-    for name in ["update_ip_deny_list.lua", "disable_ip_deny_list.lua"] {
-        let path = watched(&dir.join("deny_list").join(name));
-        emit(out_dir, name, &read(&path));
     }
 }
 

@@ -1,6 +1,6 @@
 //! Protection (the deny list) and analytics of `Ratelimit` against real redis-server through the real
 //! gateway: the guarded scripts, one request per decision, nothing counted for a denied value, the
-//! events core-analytics reads, and the IP deny list with the peer's keys.
+//! events core-analytics reads.
 
 #![cfg(not(target_arch = "wasm32"))]
 
@@ -8,7 +8,7 @@ mod support;
 
 use edgelimit::algorithm::Algorithm;
 use edgelimit::ratelimit::{analytics, Ratelimit, Reason, Request};
-use edgelimit::redis::{RestClient, DENY_LIST_SCRIPTS, GUARDED_SCRIPTS};
+use edgelimit::redis::{RestClient, GUARDED_SCRIPTS};
 use edgelimit::{
     Error, FixedWindow, Gcra, MemoryBackend, RedisBackend, SlidingWindow, TokenBucket,
 };
@@ -44,7 +44,7 @@ fn now_ms() -> u64 {
 #[tokio::test]
 async fn every_guarded_script_loads_on_redis_under_the_sha_the_crate_computes() {
     let servers = Servers::start();
-    for script in GUARDED_SCRIPTS.iter().chain(&DENY_LIST_SCRIPTS) {
+    for script in GUARDED_SCRIPTS {
         let sha = command(&servers, &["SCRIPT", "LOAD", script.source()]).await;
         assert_eq!(sha, json!(script.sha1()), "{}", script.name());
     }
@@ -233,113 +233,6 @@ async fn answers_given_without_redis_record_their_event_in_the_pending_work() {
             .map_or(0, |text| text.parse::<u64>().unwrap())
     };
     assert_eq!(score(after), score(before) + 1);
-}
-
-#[tokio::test]
-async fn the_ip_deny_list_has_the_peers_keys_and_keeps_what_the_console_denies() {
-    let servers = Servers::start();
-    let rule = FixedWindow::new(5, Duration::from_secs(3600)).unwrap();
-    let limiter = Ratelimit::new(RedisBackend::new(servers.gateway.transport()), rule)
-        .with_prefix("ips")
-        .with_protection(true)
-        .unwrap()
-        .with_deny_list_threshold(3.0)
-        .unwrap();
-    command(
-        &servers,
-        &["SADD", "ips:denyList:all", "console-value", "5.5.5.5"],
-    )
-    .await;
-    let list = [
-        "# ipsum",
-        "1.1.1.1\t5",
-        "2.2.2.2\t2",
-        "3.3.3.3",
-        "5.5.5.5 9",
-    ];
-    assert_eq!(limiter.update_ip_deny_list(list, None).await.unwrap(), 2);
-    let members = |key: &'static str| {
-        let servers = &servers;
-        async move {
-            let mut found: Vec<String> =
-                serde_json::from_value(command(servers, &["SMEMBERS", key]).await).unwrap();
-            found.sort();
-            found
-        }
-    };
-    assert_eq!(
-        members("ips:denyList:ipDenyList").await,
-        ["1.1.1.1", "3.3.3.3"]
-    );
-    assert_eq!(
-        members("ips:denyList:all").await,
-        ["1.1.1.1", "3.3.3.3", "5.5.5.5", "console-value"]
-    );
-    assert_eq!(
-        command(&servers, &["GET", "ips:ipDenyListStatus"]).await,
-        json!("valid")
-    );
-    let ttl = command(&servers, &["PTTL", "ips:ipDenyListStatus"])
-        .await
-        .as_i64()
-        .unwrap();
-    assert!(ttl > 0 && ttl <= 86_400_000, "{ttl}");
-    let ip = |ip| Request {
-        ip: Some(ip),
-        ..Request::default()
-    };
-    let (response, value) = limiter
-        .limit_request("a", 1.0, &ip("1.1.1.1"))
-        .await
-        .unwrap();
-    assert_eq!(
-        (response.reason, value.as_deref()),
-        (Some(Reason::DenyList), Some("1.1.1.1"))
-    );
-
-    // A new list replaces the old one; disabling removes it, not what the console denies.
-    assert_eq!(
-        limiter
-            .update_ip_deny_list(["7.7.7.7"], Some(Duration::from_secs(60)))
-            .await
-            .unwrap(),
-        1
-    );
-    assert_eq!(
-        members("ips:denyList:all").await,
-        ["5.5.5.5", "7.7.7.7", "console-value"]
-    );
-    let ttl = command(&servers, &["PTTL", "ips:ipDenyListStatus"])
-        .await
-        .as_i64()
-        .unwrap();
-    assert!(ttl > 0 && ttl <= 60_000, "{ttl}");
-    limiter.disable_ip_deny_list().await.unwrap();
-    assert_eq!(
-        members("ips:denyList:all").await,
-        ["5.5.5.5", "console-value"]
-    );
-    assert_eq!(
-        members("ips:denyList:ipDenyList").await,
-        Vec::<String>::new()
-    );
-    assert_eq!(
-        command(&servers, &["GET", "ips:ipDenyListStatus"]).await,
-        json!("disabled")
-    );
-    assert_eq!(
-        command(&servers, &["PTTL", "ips:ipDenyListStatus"]).await,
-        json!(-1)
-    );
-
-    let bad = limiter
-        .update_ip_deny_list(["1.1.1.1 lots"], None)
-        .await
-        .unwrap_err();
-    assert!(matches!(bad, Error::InvalidParameter { .. }), "{bad}");
-    assert!(Ratelimit::new(MemoryBackend::new(), rule)
-        .with_deny_list_threshold(9.0)
-        .is_err());
 }
 
 #[tokio::test]

@@ -91,30 +91,6 @@ pub trait Backend: MaybeSendSync {
         ))))
     }
 
-    /// Replaces the IP deny list with `ips`, `keys` being the set of every denied value, the IP deny
-    /// list and its status (valid for `ttl`); returns how many IPs the list holds. The default: deny
-    /// lists are unsupported.
-    fn update_ip_deny_list<'a>(
-        &'a self,
-        keys: [&'a str; 3],
-        ips: &'a [String],
-        ttl: Duration,
-    ) -> BoxFuture<'a, Result<u64>> {
-        let _ = (keys, ips, ttl);
-        Box::pin(std::future::ready(Err(unsupported_guards(
-            self.backend_name(),
-        ))))
-    }
-
-    /// Removes the IP deny list from the set of every denied value and marks it disabled (`keys` as
-    /// for [`Backend::update_ip_deny_list`]). The default: deny lists are unsupported.
-    fn disable_ip_deny_list<'a>(&'a self, keys: [&'a str; 3]) -> BoxFuture<'a, Result<()>> {
-        let _ = keys;
-        Box::pin(std::future::ready(Err(unsupported_guards(
-            self.backend_name(),
-        ))))
-    }
-
     /// Atomically tries to take `cost` from `key`'s limit (a negative cost refunds, zero peeks).
     fn acquire<'a>(
         &'a self,
@@ -231,18 +207,5 @@ impl<B: Backend + ?Sized> Backend for std::sync::Arc<B> {
 
     fn record_event<'a>(&'a self, key: &'a str, member: &'a str) -> BoxFuture<'a, Result<()>> {
         (**self).record_event(key, member)
-    }
-
-    fn update_ip_deny_list<'a>(
-        &'a self,
-        keys: [&'a str; 3],
-        ips: &'a [String],
-        ttl: Duration,
-    ) -> BoxFuture<'a, Result<u64>> {
-        (**self).update_ip_deny_list(keys, ips, ttl)
-    }
-
-    fn disable_ip_deny_list<'a>(&'a self, keys: [&'a str; 3]) -> BoxFuture<'a, Result<()>> {
-        (**self).disable_ip_deny_list(keys)
     }
 }

@@ -14,7 +14,6 @@ use super::{response, Pending, Ratelimit, Reason, Response};
 use crate::backend::{Events, Guard, Guarded};
 use crate::error::{Error, Result};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// What a request brings besides its identifier: the values checked against the deny list, and the
 /// geo fields recorded with its analytics event (`country`, `city`, `region`, `ip`... as in the peer's
@@ -54,22 +53,11 @@ pub struct Answer {
     pub pending: Option<Pending>,
 }
 
-/// What is enabled: the deny list (with the values found in it lately), analytics, and the threshold
-/// of IP deny lists with scores.
+/// What is enabled: the deny list (with the values found in it lately), and analytics.
+#[derive(Default)]
 pub(super) struct Guards {
     denied: Option<DeniedValues>,
     analytics: bool,
-    threshold: f64,
-}
-
-impl Default for Guards {
-    fn default() -> Self {
-        Self {
-            denied: None,
-            analytics: false,
-            threshold: deny_list::DEFAULT_THRESHOLD,
-        }
-    }
 }
 
 impl Guards {
@@ -126,13 +114,6 @@ impl Ratelimit {
     pub fn with_analytics(mut self, enabled: bool) -> Self {
         self.guards.analytics = enabled;
         self
-    }
-
-    /// The same limit keeping, of IP deny lists with scores, the IPs scored at least `threshold` (from
-    /// 1 to 8, default 6, as the peer's `denyListThreshold`).
-    pub fn with_deny_list_threshold(mut self, threshold: f64) -> Result<Self> {
-        self.guards.threshold = deny_list::threshold(threshold)?;
-        Ok(self)
     }
 
     /// How many values found in the deny list are remembered now.
@@ -270,33 +251,6 @@ impl Ratelimit {
                 ))
             }
         }
-    }
-
-    /// Replaces the IP deny list with the IPs of `lines` (an IP per line, optionally followed by its
-    /// score, kept when at least the threshold: see [`deny_list::ips_from_lines`]), with the keys and
-    /// steps of the peer's `updateIpDenyList`, valid for `ttl` or, for `None`, until the next 2 AM UTC
-    /// as the peer's. Returns how many IPs the list holds (those the console denies itself are not
-    /// counted: they stay when the list is replaced or disabled).
-    pub async fn update_ip_deny_list<'a>(
-        &self,
-        lines: impl IntoIterator<Item = &'a str>,
-        ttl: Option<Duration>,
-    ) -> Result<u64> {
-        let ips = deny_list::ips_from_lines(lines, self.guards.threshold)?;
-        let ttl = ttl.unwrap_or_else(|| deny_list::ip_list_ttl(self.clock.now_micros() / 1_000));
-        let [all, list, status] = deny_list::ip_keys(&self.prefix);
-        self.backend
-            .update_ip_deny_list([&all, &list, &status], &ips, ttl)
-            .await
-    }
-
-    /// Disables the IP deny list as the peer's `disableIpDenyList`: its IPs leave the deny list, and
-    /// the status says "disabled", so the peer does not download it again.
-    pub async fn disable_ip_deny_list(&self) -> Result<()> {
-        let [all, list, status] = deny_list::ip_keys(&self.prefix);
-        self.backend
-            .disable_ip_deny_list([&all, &list, &status])
-            .await
     }
 }
 

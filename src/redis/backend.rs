@@ -11,7 +11,6 @@ use crate::error::{quote, Error, Result};
 use crate::maybe_send::BoxFuture;
 use crate::transport::Transport;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// A store in Redis, reached over the Upstash REST protocol through a [`Transport`].
 ///
@@ -176,19 +175,6 @@ impl<T: Transport> Backend for RedisBackend<T> {
 
     fn record_event<'a>(&'a self, key: &'a str, member: &'a str) -> BoxFuture<'a, Result<()>> {
         Box::pin(self.zincrby(key, member))
-    }
-
-    fn update_ip_deny_list<'a>(
-        &'a self,
-        keys: [&'a str; 3],
-        ips: &'a [String],
-        ttl: Duration,
-    ) -> BoxFuture<'a, Result<u64>> {
-        Box::pin(self.replace_ip_deny_list(keys, ips, ttl))
-    }
-
-    fn disable_ip_deny_list<'a>(&'a self, keys: [&'a str; 3]) -> BoxFuture<'a, Result<()>> {
-        Box::pin(self.remove_ip_deny_list(keys))
     }
 
     fn reset<'a>(&'a self, key: &'a str, params: Algorithm) -> BoxFuture<'a, Result<()>> {

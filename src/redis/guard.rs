@@ -14,9 +14,6 @@
 //! Keys and members are those of the peer, so a fleet mixing both libraries shares its deny lists and
 //! its analytics. The guard's keys and arguments go after the algorithm's; the head hides them from the
 //! algorithm's body, so the plain scripts need no change.
-//!
-//! The IP deny list is replaced and disabled by two more scripts (`scripts/deny_list/`), with the steps
-//! of the peer's MULTI transactions, atomic likewise.
 
 use super::backend::{outcome, RedisBackend};
 use super::reply::Reply;
@@ -26,7 +23,6 @@ use crate::algorithm::{Algorithm, Cost};
 use crate::backend::{Guard, Guarded};
 use crate::error::Result;
 use crate::transport::Transport;
-use std::time::Duration;
 
 /// The guarded variant of a script, as build.rs writes it.
 macro_rules! guarded {
@@ -39,30 +35,13 @@ macro_rules! guarded {
     };
 }
 
-/// A script of `scripts/deny_list/`, as build.rs writes it.
-macro_rules! deny_list {
-    ($name:literal, $file:literal) => {
-        Script::new(
-            $name,
-            include_str!(concat!(env!("OUT_DIR"), "/", $file)),
-            include_str!(concat!(env!("OUT_DIR"), "/", $file, ".sha1")),
-        )
-    };
-}
-
 static FIXED_WINDOW: Script = guarded!("fixed window", "fixed_window");
 static SLIDING_WINDOW: Script = guarded!("sliding window", "sliding_window");
 static TOKEN_BUCKET: Script = guarded!("token bucket", "token_bucket");
 static GCRA: Script = guarded!("gcra", "gcra");
-static UPDATE_IP_DENY_LIST: Script = deny_list!("update ip deny list", "update_ip_deny_list.lua");
-static DISABLE_IP_DENY_LIST: Script =
-    deny_list!("disable ip deny list", "disable_ip_deny_list.lua");
 
 /// The guarded variant of every algorithm's script, in the order of [`SCRIPTS`](super::SCRIPTS).
 pub static GUARDED_SCRIPTS: [&Script; 4] = [&FIXED_WINDOW, &SLIDING_WINDOW, &TOKEN_BUCKET, &GCRA];
-
-/// The scripts that replace and disable the IP deny list.
-pub static DENY_LIST_SCRIPTS: [&Script; 2] = [&UPDATE_IP_DENY_LIST, &DISABLE_IP_DENY_LIST];
 
 /// The guarded variant of `rule`'s script.
 fn guarded(rule: &Algorithm) -> &'static Script {
@@ -128,36 +107,6 @@ impl<T: Transport> RedisBackend<T> {
             .await
             .map(drop)
     }
-
-    /// Replaces the IP deny list (see [`DENY_LIST_SCRIPTS`]); the number of IPs it holds.
-    pub(super) async fn replace_ip_deny_list(
-        &self,
-        keys: [&str; 3],
-        ips: &[String],
-        ttl: Duration,
-    ) -> Result<u64> {
-        let mut args = Vec::with_capacity(ips.len() + 1);
-        let millis = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-        args.push(millis.max(1).to_string());
-        args.extend_from_slice(ips);
-        let keys = keys.map(str::to_owned);
-        let reply = UPDATE_IP_DENY_LIST.run(self.client(), &keys, &args).await?;
-        reply.as_u64().ok_or_else(|| {
-            malformed(&format!(
-                "the {} script returned {reply}",
-                UPDATE_IP_DENY_LIST.name()
-            ))
-        })
-    }
-
-    /// Disables the IP deny list (see [`DENY_LIST_SCRIPTS`]).
-    pub(super) async fn remove_ip_deny_list(&self, keys: [&str; 3]) -> Result<()> {
-        let keys = keys.map(str::to_owned);
-        DISABLE_IP_DENY_LIST
-            .run(self.client(), &keys, &[])
-            .await
-            .map(drop)
-    }
 }
 
 #[cfg(test)]
@@ -167,7 +116,7 @@ mod tests {
 
     #[test]
     fn each_guarded_sha1_is_that_of_the_shipped_text() {
-        for script in GUARDED_SCRIPTS.iter().chain(&DENY_LIST_SCRIPTS) {
+        for script in GUARDED_SCRIPTS {
             let expected = sha1_smol::Sha1::from(script.source()).digest().to_string();
             assert_eq!(script.sha1(), expected, "{}", script.name());
         }

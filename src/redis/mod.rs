@@ -8,7 +8,7 @@ mod rest;
 mod script;
 
 pub use backend::RedisBackend;
-pub use guard::{DENY_LIST_SCRIPTS, GUARDED_SCRIPTS};
+pub use guard::GUARDED_SCRIPTS;
 pub use layout::SCRIPTS;
 pub use reply::Reply;
 pub use rest::RestClient;

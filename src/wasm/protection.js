@@ -29,12 +29,72 @@ export function analyticsEvents(identifier, options, values) {
   return events;
 }
 
+// The IP deny list of @upstash/ratelimit, taken from the caller instead of downloaded. A rare
+// administrative call, written here with the peer's keys and the peer's MULTI/EXEC transaction, so the
+// WebAssembly module carries none of it.
+
+const DAY_MS = 24 * 3_600_000;
+
+/** Until the next 2 AM UTC, when the peer's source list is refreshed (the peer's `getIpListTTL`). */
+function untilTwoAm(now) {
+  return DAY_MS - ((now - 2 * 3_600_000) % DAY_MS);
+}
+
+/** The keys of the deny list: every denied value, the IP deny list, its status. */
+function ipKeys(prefix) {
+  return [`${prefix}:denyList:all`, `${prefix}:denyList:ipDenyList`, `${prefix}:ipDenyListStatus`];
+}
+
+/** `commands` as one MULTI/EXEC of the Upstash REST protocol; each command's result, or throws. */
+async function transaction(server, context, commands) {
+  const call = server.fetch ?? globalThis.fetch;
+  const response = await call.call(globalThis, `${server.url}/multi-exec`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${server.token}`, "Content-Type": "application/json" },
+    body: JSON.stringify(commands),
+  });
+  const text = await response.text();
+  let body;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new Error(`${context}: the server answered HTTP ${response.status}: ${text.slice(0, 200)}`);
+  }
+  if (!(response.status >= 200 && response.status < 300) || !Array.isArray(body)) {
+    throw new Error(`${context}: the server answered HTTP ${response.status}: ${body?.error ?? text.slice(0, 200)}`);
+  }
+  const failed = body.find((item) => item?.error !== undefined);
+  if (failed) throw new Error(`${context}: redis error: ${failed.error}`);
+  return body.map((item) => item?.result);
+}
+
+/**
+ * The IPs of `text`: an IP per line, optionally followed by blanks and its score (how many lists name
+ * it, as in the `ipsum` lists the peer downloads), kept when the score is at least `threshold`; blank
+ * lines and `#` comments skipped. Throws a `RangeError` naming a line that is neither.
+ */
+function ipsOf(text, threshold) {
+  const ips = [];
+  text.split(/\r?\n/).forEach((line, index) => {
+    const fields = line.trim().split(/\s+/);
+    if (fields[0] === "" || fields[0].startsWith("#")) return;
+    const score = fields.length === 1 ? Infinity : fields.length === 2 ? Number(fields[1]) : NaN;
+    if (fields.length > 1 && !Number.isFinite(score)) {
+      throw new RangeError(
+        `Ratelimit.updateIpDenyList: \`list\` line ${index + 1} must be an IP, optionally followed by its score, got ${JSON.stringify(line)}`,
+      );
+    }
+    if (score >= threshold) ips.push(fields[0]);
+  });
+  return ips;
+}
+
 /**
  * The lines of an IP deny list as one text: `list`'s strings joined, or the text at `list` (a URL, as a
  * string or a `URL`) fetched with `fetch` (the global one when undefined). Rejects with a `TypeError`
  * for anything else, or an `Error` when the fetch fails or answers other than 2xx.
  */
-export async function ipDenyListText(fetch, list) {
+async function listText(fetch, list) {
   if (Array.isArray(list)) {
     const bad = list.findIndex((line) => typeof line !== "string");
     if (bad >= 0) {
@@ -50,6 +110,36 @@ export async function ipDenyListText(fetch, list) {
     }
     return response.text();
   }
-  const got = list === null ? "null" : Array.isArray(list) ? "an array" : typeof list === "object" ? "an object" : String(list);
+  const got = list === null ? "null" : typeof list === "object" ? "an object" : String(list);
   throw new TypeError(`Ratelimit.updateIpDenyList: \`list\` must be an array of lines or a URL, got ${got}`);
+}
+
+/**
+ * Replaces the IP deny list under `prefix` with the IPs of `list`, as the peer's `updateIpDenyList`
+ * does (its keys, its transaction): the old IPs leave the set of every denied value, the new ones
+ * (less those the console denies itself) join it, and the status is "valid" for `ttl` ms (undefined:
+ * until the next 2 AM UTC). Resolves to how many IPs the list holds. `server` is `{ url, token, fetch }`.
+ */
+export async function updateIpDenyList(server, prefix, threshold, list, ttl) {
+  const ips = ipsOf(await listText(server.fetch, list), threshold);
+  const [all, ipList, status] = ipKeys(prefix);
+  const commands = [["SDIFFSTORE", all, all, ipList], ["DEL", ipList]];
+  if (ips.length > 0) commands.push(["SADD", ipList, ...ips]);
+  commands.push(
+    ["SDIFFSTORE", ipList, ipList, all],
+    ["SUNIONSTORE", all, all, ipList],
+    ["SET", status, "valid", "PX", ttl ?? untilTwoAm(Date.now())],
+  );
+  const results = await transaction(server, "Ratelimit.updateIpDenyList", commands);
+  return results[commands.length - 3];
+}
+
+/** Removes the IP deny list under `prefix` and marks it "disabled", as the peer's `disableIpDenyList`. */
+export async function disableIpDenyList(server, prefix) {
+  const [all, ipList, status] = ipKeys(prefix);
+  await transaction(server, "Ratelimit.disableIpDenyList", [
+    ["SDIFFSTORE", all, all, ipList],
+    ["DEL", ipList],
+    ["SET", status, "disabled"],
+  ]);
 }

@@ -7,20 +7,18 @@
 //! events are written by `JSON.stringify` (`protection.js`), in one call, so that they are the bytes
 //! `@upstash/core-analytics` writes whatever geo object a runtime hands over.
 
-use super::errors::{range_error, to_js_error, type_error};
+use super::errors::{range_error, type_error};
 use super::options::{self, get, JsResult};
 use super::promise::promise;
 use super::ratelimit::{
     limit_arguments, limit_error, pending_promise, response_object, JsRatelimit,
 };
+use super::redis::RedisConfig;
 use crate::ratelimit::analytics::Members;
-use crate::ratelimit::deny_list::THRESHOLDS;
 use crate::ratelimit::{Ratelimit, Request};
-use js_sys::{Array, Function, Promise, Reflect};
+use js_sys::{Array, Object, Promise, Reflect};
 use std::rc::Rc;
-use std::time::Duration;
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::JsFuture;
 
 #[wasm_bindgen(module = "/src/wasm/protection.js")]
 extern "C" {
@@ -32,29 +30,47 @@ extern "C" {
         values: &Array,
     ) -> Result<Array, JsValue>;
 
-    /// The lines of `list` (an array of lines, or a URL to fetch with `fetch`) as one text.
-    #[wasm_bindgen(js_name = ipDenyListText)]
-    fn ip_deny_list_text(fetch: &JsValue, list: &JsValue) -> Promise;
+    /// Replaces the IP deny list under `prefix` with the IPs of `list` scored at least `threshold`.
+    #[wasm_bindgen(js_name = updateIpDenyList)]
+    fn update_ip_deny_list(
+        server: &JsValue,
+        prefix: &str,
+        threshold: f64,
+        list: &JsValue,
+        ttl: &JsValue,
+    ) -> Promise;
+
+    /// Removes the IP deny list under `prefix`.
+    #[wasm_bindgen(js_name = disableIpDenyList)]
+    fn disable_ip_deny_list(server: &JsValue, prefix: &str) -> Promise;
 }
 
-/// What `new Ratelimit` enabled, and the `fetch` of its Redis (for lists given by URL).
+/// The range of `denyListThreshold`, the peer's.
+const THRESHOLDS: std::ops::RangeInclusive<f64> = 1.0..=8.0;
+
+/// The threshold unless told otherwise, the peer's.
+const DEFAULT_THRESHOLD: f64 = 6.0;
+
+/// What `new Ratelimit` enabled, and its Redis settings `{ url, token, fetch }` for the IP deny list.
 pub struct Guards {
     protection: bool,
     analytics: bool,
-    threshold: Option<f64>,
-    fetch: JsValue,
+    threshold: f64,
+    server: Option<JsValue>,
 }
 
 impl Guards {
     /// Reads `enableProtection`, `analytics` and `denyListThreshold` from `config`; both features need
-    /// `redis`, and protection cannot go with `cachedFixedWindow` (`cached`), which answers locally.
-    pub fn read(
-        context: &str,
-        config: &JsValue,
-        redis: bool,
-        cached: bool,
-        fetch: Option<Function>,
-    ) -> JsResult<Self> {
+    /// `redis` (the value of that option), and protection cannot go with `cachedFixedWindow` (`cached`),
+    /// which answers locally.
+    pub fn read(context: &str, config: &JsValue, redis: &JsValue, cached: bool) -> JsResult<Self> {
+        // Read again, as the limiter read it: the settings the IP deny list is written with.
+        let server = if redis.is_undefined() {
+            None
+        } else {
+            Some(RedisConfig::read(context, "redis", redis)?)
+        };
+        let redis = server.is_some();
         let flag = |field: &str| -> JsResult<bool> {
             let value = get(config, field)?;
             if !(value.is_undefined() || value.as_bool().is_some()) {
@@ -82,7 +98,7 @@ impl Guards {
         let analytics = flag("analytics")?;
         let threshold = get(config, "denyListThreshold")?;
         let threshold = if threshold.is_undefined() {
-            None
+            DEFAULT_THRESHOLD
         } else {
             let value =
                 options::number(context, "denyListThreshold", "must be a number", &threshold)?;
@@ -94,13 +110,25 @@ impl Guards {
                     &threshold,
                 ));
             }
-            Some(value)
+            value
         };
+        let server = server.as_ref().map(|server| {
+            let settings = Object::new();
+            let fetch = server.fetch.clone().map_or(JsValue::UNDEFINED, Into::into);
+            for (key, value) in [
+                ("url", JsValue::from_str(&server.url)),
+                ("token", JsValue::from_str(&server.token)),
+                ("fetch", fetch),
+            ] {
+                let _ = Reflect::set(&settings, &key.into(), &value);
+            }
+            settings.into()
+        });
         Ok(Self {
             protection,
             analytics,
             threshold,
-            fetch: fetch.map_or(JsValue::UNDEFINED, Into::into),
+            server,
         })
     }
 
@@ -111,13 +139,9 @@ impl Guards {
 
     /// `limiter` with these settings.
     pub fn apply(&self, limiter: Ratelimit) -> crate::Result<Ratelimit> {
-        let limiter = limiter
+        Ok(limiter
             .with_protection(self.protection)?
-            .with_analytics(self.analytics);
-        match self.threshold {
-            Some(threshold) => limiter.with_deny_list_threshold(threshold),
-            None => Ok(limiter),
-        }
+            .with_analytics(self.analytics))
     }
 }
 
@@ -215,46 +239,49 @@ fn prepare(
 
 #[wasm_bindgen(js_class = Ratelimit)]
 impl JsRatelimit {
-    /// `updateIpDenyList(list, { ttl? }?)`: replaces the IP deny list, with the keys of
-    /// `@upstash/ratelimit`, by `list` — an array of lines, or a URL (a string or a `URL`) whose text is
-    /// fetched with the Redis `fetch` — each line an IP, optionally followed by its score (kept when at
-    /// least `denyListThreshold`). Valid for `ttl` ms, or until the next 2 AM UTC. A Promise of how many
-    /// IPs the list holds.
+    /// `updateIpDenyList(list, { ttl? }?)`: replaces the IP deny list, with the keys and the transaction
+    /// of `@upstash/ratelimit`, by `list` — an array of lines, or a URL (a string or a `URL`) whose text
+    /// is fetched with the Redis `fetch` — each line an IP, optionally followed by its score (kept when
+    /// at least `denyListThreshold`). Valid for `ttl` ms, or until the next 2 AM UTC. A Promise of how
+    /// many IPs the list holds. Done by `protection.js`: a rare call, which the module need not carry.
     #[wasm_bindgen(js_name = updateIpDenyList)]
     pub fn update_ip_deny_list(&self, list: JsValue, options: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.updateIpDenyList";
-        let ttl = options::field(CONTEXT, "options", &options, true, "ttl").and_then(|ttl| {
-            if ttl.is_undefined() {
-                return Ok(None);
+        let checked = self.guards.server(CONTEXT).and_then(|server| {
+            let ttl = options::field(CONTEXT, "options", &options, true, "ttl")?;
+            if !ttl.is_undefined() {
+                options::count(CONTEXT, "ttl", &ttl, false)?;
             }
-            let millis = options::count(CONTEXT, "ttl", &ttl, false)?;
-            Ok(Some(Duration::from_millis(millis)))
+            Ok((server, ttl))
         });
-        // The list is checked and read (or fetched) by JavaScript, which rejects with what is wrong.
-        let fetch = &self.guards.fetch;
-        let arguments = ttl.map(|ttl| (ttl, JsFuture::from(ip_deny_list_text(fetch, &list))));
-        let limiter = Rc::clone(&self.inner);
-        promise(Box::pin(async move {
-            let (ttl, text) = arguments?;
-            let text = text.await?.as_string().unwrap_or_default();
-            let count = limiter
-                .update_ip_deny_list(text.lines(), ttl)
-                .await
-                .map_err(|error| to_js_error(CONTEXT, &error))?;
-            Ok((count as f64).into())
-        }))
+        match checked {
+            Ok((server, ttl)) => update_ip_deny_list(
+                server,
+                self.inner.prefix(),
+                self.guards.threshold,
+                &list,
+                &ttl,
+            ),
+            Err(error) => Promise::reject(&error),
+        }
     }
 
     /// `disableIpDenyList()`: removes the IP deny list from the deny list, as `@upstash/ratelimit`'s.
     #[wasm_bindgen(js_name = disableIpDenyList)]
     pub fn disable_ip_deny_list(&self) -> Promise {
-        let limiter = Rc::clone(&self.inner);
-        promise(Box::pin(async move {
-            limiter
-                .disable_ip_deny_list()
-                .await
-                .map_err(|error| to_js_error("Ratelimit.disableIpDenyList", &error))?;
-            Ok(JsValue::UNDEFINED)
-        }))
+        match self.guards.server("Ratelimit.disableIpDenyList") {
+            Ok(server) => disable_ip_deny_list(server, self.inner.prefix()),
+            Err(error) => Promise::reject(&error),
+        }
+    }
+}
+
+impl Guards {
+    /// The Redis settings, or a `TypeError` for the in-memory store, which has no deny list.
+    fn server(&self, context: &str) -> JsResult<&JsValue> {
+        self.server.as_ref().ok_or_else(|| {
+            let text = "must be given to `new Ratelimit`: the deny list lives in Redis";
+            type_error(context, "redis", text, &JsValue::UNDEFINED)
+        })
     }
 }

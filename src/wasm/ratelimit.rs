@@ -124,17 +124,16 @@ impl JsRatelimit {
         }
 
         let redis = get(&config, "redis")?;
-        let mut fetch = None;
         let backend: Arc<dyn Backend> = if redis.is_undefined() {
             Arc::new(MemoryBackend::new())
         } else {
             let redis = RedisConfig::read(CONTEXT, "redis", &redis)?;
-            fetch.clone_from(&redis.fetch);
             let transport = FetchTransport::new(&redis.url, &redis.token)
                 .with_timeout(timeout)
                 .with_fetch(redis.fetch);
             Arc::new(RedisBackend::new(transport))
         };
+        let guards = protection::Guards::read(CONTEXT, &config, &redis, cached)?;
         let settings = Settings {
             prefix: prefix.unwrap_or_else(|| DEFAULT_PREFIX.to_owned()),
             cache: match shared {
@@ -146,8 +145,6 @@ impl JsRatelimit {
             dynamic_limits: dynamic_limits.as_bool() == Some(true),
             fail_mode,
         };
-        let guards =
-            protection::Guards::read(CONTEXT, &config, !redis.is_undefined(), cached, fetch)?;
         let limiter = guards
             .apply(Ratelimit::from_settings(backend, algorithm, settings))
             .map_err(|error| to_js_error(CONTEXT, &error))?;

@@ -185,6 +185,8 @@ test("an IP deny list written by edgelimit is honoured by @upstash/ratelimit, wi
     counter.urls.length = 0;
     assert.equal(await ours.updateIpDenyList(`${base}/ipsum.txt`, { ttl: 60_000 }), 1);
     assert.ok(counter.urls.includes(`${base}/ipsum.txt`), "fetched with the configured fetch");
+    const shortTtl = await redis.pttl(`${prefix}:ipDenyListStatus`);
+    assert.ok(shortTtl > 0 && shortTtl <= 60_000, `ttl: ${shortTtl} ms`);
     assert.equal(await ours.updateIpDenyList(new URL(`${base}/ipsum.txt`)), 1);
   });
   const fromUrl = await peer.limit("p3", { ip: "198.51.100.201" });
@@ -198,8 +200,11 @@ test("an IP deny list written by edgelimit is honoured by @upstash/ratelimit, wi
   const lenient = new Ratelimit({ redis: new Redis({ url, token }), limiter: Ratelimit.fixedWindow(1, "1 h"), prefix, denyListThreshold: 1 });
   assert.equal(await lenient.updateIpDenyList(["198.51.100.201 8", "198.51.100.202 1"]), 2, "denyListThreshold 1 keeps both");
 
+  assert.equal(await lenient.updateIpDenyList(["# an empty list"]), 0);
+  assert.deepEqual(await redis.smembers(`${prefix}:denyList:all`), ["203.0.113.99"]);
   await ours.disableIpDenyList();
   assert.equal(await redis.get(`${prefix}:ipDenyListStatus`), "disabled");
+  assert.equal(await redis.pttl(`${prefix}:ipDenyListStatus`), -1);
   assert.deepEqual(await redis.smembers(`${prefix}:denyList:all`), ["203.0.113.99"]);
   const afterDisable = await peer.limit("p4", { ip: "198.51.100.202" });
   await afterDisable.pending;
@@ -258,7 +263,15 @@ test("every bad protection option or argument throws the right error, and the in
   await rejects(ratelimit.limit("u", { rate: NaN }), RangeError, /`rate`/);
   await rejects(ratelimit.updateIpDenyList(5), TypeError, /`list` must be an array of lines or a URL, got 5/);
   await rejects(ratelimit.updateIpDenyList(["1.1.1.1", 2]), TypeError, /`list\[1\]` must be a string, got number/);
-  await rejects(ratelimit.updateIpDenyList(["1.1.1.1 lots"]), RangeError, /line 1: "1.1.1.1 lots"/);
+  await rejects(
+    ratelimit.updateIpDenyList(["1.1.1.1 5", "1.1.1.1 lots"]),
+    RangeError,
+    /`list` line 2 must be an IP, optionally followed by its score, got "1.1.1.1 lots"/,
+  );
+  await rejects(ratelimit.updateIpDenyList(["1.1.1.1 5 6"]), RangeError, /`list` line 1/);
+  const inMemory = new Ratelimit({ limiter: Ratelimit.fixedWindow(5, "1 h") });
+  await rejects(inMemory.updateIpDenyList([]), TypeError, /`redis` must be given to `new Ratelimit`/);
+  await rejects(inMemory.disableIpDenyList(), TypeError, /`redis` must be given/);
   await rejects(ratelimit.updateIpDenyList([], { ttl: 0 }), RangeError, /`ttl` must be a whole number from 1/);
   await rejects(ratelimit.updateIpDenyList([], 5), TypeError, /`options` must be an object, got 5/);
   await serving(404, "not found", (address) => rejects(ratelimit.updateIpDenyList(address), Error, /answered HTTP 404/));
