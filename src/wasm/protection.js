@@ -118,7 +118,8 @@ async function listText(fetch, list) {
  * Replaces the IP deny list under `prefix` with the IPs of `list`, as the peer's `updateIpDenyList`
  * does (its keys, its transaction): the old IPs leave the set of every denied value, the new ones
  * (less those the console denies itself) join it, and the status is "valid" for `ttl` ms (undefined:
- * until the next 2 AM UTC). Resolves to how many IPs the list holds. `server` is `{ url, token, fetch }`.
+ * until the next 2 AM UTC). Resolves to how many IPs the list holds. `server` is the limiter's
+ * `redis` option, checked: a `Redis` or `{ url, token, fetch? }`.
  */
 export async function updateIpDenyList(server, prefix, threshold, list, ttl) {
   const ips = ipsOf(await listText(server.fetch, list), threshold);

@@ -13,10 +13,9 @@ use super::promise::promise;
 use super::ratelimit::{
     limit_arguments, limit_error, pending_promise, response_object, JsRatelimit,
 };
-use super::redis::RedisConfig;
 use crate::ratelimit::analytics::Members;
 use crate::ratelimit::{Ratelimit, Request};
-use js_sys::{Array, Object, Promise, Reflect};
+use js_sys::{Array, Promise, Reflect};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
@@ -51,7 +50,8 @@ const THRESHOLDS: std::ops::RangeInclusive<f64> = 1.0..=8.0;
 /// The threshold unless told otherwise, the peer's.
 const DEFAULT_THRESHOLD: f64 = 6.0;
 
-/// What `new Ratelimit` enabled, and its Redis settings `{ url, token, fetch }` for the IP deny list.
+/// What `new Ratelimit` enabled, and its `redis` option (a `Redis` or `{ url, token, fetch? }`) for the
+/// IP deny list.
 pub struct Guards {
     protection: bool,
     analytics: bool,
@@ -64,12 +64,8 @@ impl Guards {
     /// `redis` (the value of that option), and protection cannot go with `cachedFixedWindow` (`cached`),
     /// which answers locally.
     pub fn read(context: &str, config: &JsValue, redis: &JsValue, cached: bool) -> JsResult<Self> {
-        // Read again, as the limiter read it: the settings the IP deny list is written with.
-        let server = if redis.is_undefined() {
-            None
-        } else {
-            Some(RedisConfig::read(context, "redis", redis)?)
-        };
+        // Checked by the limiter already: `protection.js` reads its `url`, `token` and `fetch` again.
+        let server = (!redis.is_undefined()).then(|| redis.clone());
         let redis = server.is_some();
         let flag = |field: &str| -> JsResult<bool> {
             let value = get(config, field)?;
@@ -112,18 +108,6 @@ impl Guards {
             }
             value
         };
-        let server = server.as_ref().map(|server| {
-            let settings = Object::new();
-            let fetch = server.fetch.clone().map_or(JsValue::UNDEFINED, Into::into);
-            for (key, value) in [
-                ("url", JsValue::from_str(&server.url)),
-                ("token", JsValue::from_str(&server.token)),
-                ("fetch", fetch),
-            ] {
-                let _ = Reflect::set(&settings, &key.into(), &value);
-            }
-            settings.into()
-        });
         Ok(Self {
             protection,
             analytics,
