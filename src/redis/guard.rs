@@ -16,6 +16,7 @@
 //! algorithm's body, so the plain scripts need no change.
 
 use super::backend::{outcome, RedisBackend};
+use super::layout::PRELUDE;
 use super::reply::Reply;
 use super::rest::malformed;
 use super::script::Script;
@@ -24,12 +25,25 @@ use crate::backend::{Guard, Guarded};
 use crate::error::Result;
 use crate::transport::Transport;
 
-/// The guarded variant of a script, as build.rs writes it.
+/// The head of every guarded script.
+const HEAD: &str = include_str!("scripts/guard/head.lua");
+/// The tail of every guarded script.
+const TAIL: &str = include_str!("scripts/guard/tail.lua");
+
+/// The guarded variant of the script `src/redis/scripts/$file`, made of the same fragments as build.rs
+/// makes it, with the SHA-1 it computes.
 macro_rules! guarded {
     ($name:literal, $file:literal) => {
-        Script::new(
+        Script::from_parts(
             $name,
-            include_str!(concat!(env!("OUT_DIR"), "/", $file, ".guarded.lua")),
+            &[
+                HEAD,
+                PRELUDE,
+                "local function decide()\n",
+                include_str!(concat!("scripts/", $file, ".lua")),
+                "\nend\n",
+                TAIL,
+            ],
             include_str!(concat!(env!("OUT_DIR"), "/", $file, ".guarded.lua.sha1")),
         )
     };
