@@ -14,7 +14,8 @@ pub struct Guard<'a> {
     pub events: Option<Events<'a>>,
 }
 
-/// One decision's analytics event: the sorted set of the hour and the member to add, one per outcome.
+/// One decision's analytics event: the sorted set of the hour and the member to add, one per outcome
+/// of the limit (a value found in the deny list records nothing: the caller records its event).
 #[derive(Debug, Clone, Copy)]
 pub struct Events<'a> {
     /// `<prefix>:events:<hour in ms>`.
@@ -23,14 +24,13 @@ pub struct Events<'a> {
     pub admitted: &'a str,
     /// The member recorded when the limit denies it.
     pub limited: &'a str,
-    /// The member recorded when a value is in the deny list, one per value (in the order of the values).
-    pub denied: &'a [String],
 }
 
 /// What a guarded decision found.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Guarded {
-    /// Values were in the deny list (`true` for each one found, in the order sent); nothing was counted.
+    /// Values were in the deny list (`true` for each one found, in the order sent); nothing was counted
+    /// or recorded.
     Denied(Vec<bool>),
     /// No value was denied: the limit decided.
     Decided(Outcome),

@@ -60,27 +60,21 @@ pub fn member(identifier: &str, outcome: Outcome, geo: &[(&str, &str)]) -> Strin
     json
 }
 
-/// The events one decision may record: admitted, rate limited, and denied for each value checked.
+/// The events a decision of the limit records: admitted or rate limited.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Members {
     /// The event if admitted.
     pub admitted: String,
     /// The event if rate limited.
     pub limited: String,
-    /// The event if a value is denied, one per value checked, in their order.
-    pub denied: Vec<String>,
 }
 
 impl Members {
-    /// The events of `identifier`, with `values` checked against the deny list, and `geo` fields.
-    pub fn new(identifier: &str, values: &[String], geo: &[(&str, &str)]) -> Self {
+    /// The events of `identifier` with `geo` fields.
+    pub fn new(identifier: &str, geo: &[(&str, &str)]) -> Self {
         Self {
             admitted: member(identifier, Outcome::Admitted, geo),
             limited: member(identifier, Outcome::Limited, geo),
-            denied: values
-                .iter()
-                .map(|value| member(value, Outcome::Denied, geo))
-                .collect(),
         }
     }
 

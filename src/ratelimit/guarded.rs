@@ -150,15 +150,41 @@ impl Ratelimit {
         } else {
             Vec::new()
         };
-        let members = self
-            .guards
-            .analytics
-            .then(|| Members::new(identifier, &values, request.geo));
-        self.limit_prepared(identifier, rate, values, members).await
+        let members = (self.guards.analytics).then(|| Members::new(identifier, request.geo));
+        let mut answer = self
+            .limit_prepared(identifier, rate, values, members)
+            .await?;
+        if let (Some(value), true) = (&answer.denied_value, self.records_events()) {
+            let member = analytics::member(value, analytics::Outcome::Denied, request.geo);
+            self.record_denied(&mut answer, member);
+        }
+        Ok(answer)
+    }
+
+    /// Whether answers are recorded as analytics events.
+    pub(crate) fn records_events(&self) -> bool {
+        self.guards.analytics
+    }
+
+    /// Adds the recording of `member`, the event of the value `answer` found in the deny list, to its
+    /// pending work.
+    pub(crate) fn record_denied(&self, answer: &mut Answer, member: String) {
+        let key = analytics::events_key(&self.prefix, self.clock.now_micros() / 1_000);
+        answer.pending = join(answer.pending.take(), Some(self.record(key, member)));
+    }
+
+    /// The work adding `member` to the events `key`. An event that cannot be written is lost, as the
+    /// peer loses it (with a warning).
+    fn record(&self, key: String, member: String) -> Pending {
+        let backend = Arc::clone(&self.backend);
+        Box::pin(async move {
+            let _ = backend.record_event(&key, &member).await;
+        })
     }
 
     /// The guarded decision, with the deny list checked for `values` (when protection is on) and the
-    /// analytics events written out in `members` (when analytics is on).
+    /// analytics events written out in `members` (when analytics is on). The event of a value found in
+    /// the deny list is left to the caller ([`Ratelimit::record_denied`]), which writes it only then.
     pub(crate) async fn limit_prepared(
         &self,
         identifier: &str,
@@ -173,14 +199,10 @@ impl Ratelimit {
         let events_key = members
             .as_ref()
             .map(|_| analytics::events_key(&self.prefix, now_ms));
-        let event = |pick: &dyn Fn(&Members) -> &str| -> Option<Pending> {
+        // The event of an answer given without the store's decision, written in the pending work.
+        let event = |success: bool| -> Option<Pending> {
             let (key, members) = (events_key.clone()?, members.as_ref()?);
-            let member = pick(members).to_owned();
-            let backend = Arc::clone(&self.backend);
-            // An event that cannot be written is lost, as the peer loses it (with a warning).
-            Some(Box::pin(async move {
-                let _ = backend.record_event(&key, &member).await;
-            }))
+            Some(self.record(key, members.of(success).to_owned()))
         };
         let answer = |response: Response, denied_value, pending| Answer {
             response,
@@ -189,20 +211,14 @@ impl Ratelimit {
         };
 
         if let Some(index) = (self.guards.denied.as_ref()).and_then(|d| d.find(&values, now_ms)) {
-            let pending = event(&|members| &members.denied[index]);
-            return Ok(answer(
-                denied_response(),
-                Some(values[index].clone()),
-                pending,
-            ));
+            return Ok(answer(denied_response(), Some(values[index].clone()), None));
         }
         if let Some((response, write)) = self.local_answer(&key, cost, now_micros) {
-            let success = response.success;
-            let pending = join(write, event(&|members| members.of(success)));
+            let pending = join(write, event(response.success));
             return Ok(answer(response, None, pending));
         }
         if let Some(block) = self.cached_block(&key, rate, now_ms) {
-            return Ok(answer(block, None, event(&|members| members.of(false))));
+            return Ok(answer(block, None, event(false)));
         }
 
         let deny_key = self
@@ -219,7 +235,6 @@ impl Ratelimit {
                     key,
                     admitted: &members.admitted,
                     limited: &members.limited,
-                    denied: &members.denied,
                 }),
         };
         let limit_key = self.limit_key.as_deref();
@@ -243,12 +258,8 @@ impl Ratelimit {
             Err(error) if error.is_invalid_input() => Err(error),
             Err(error) => {
                 let response = self.fail_mode_response(&error, now_ms);
-                let success = response.success;
-                Ok(answer(
-                    response,
-                    None,
-                    event(&|members| members.of(success)),
-                ))
+                let pending = event(response.success);
+                Ok(answer(response, None, pending))
             }
         }
     }

@@ -7,9 +7,11 @@
 //! function, `scripts/guard/tail.lua`) that looks the values up in `<prefix>:denyList:all` with
 //! `SMISMEMBER` first and returns at once, counting nothing, when one is there; otherwise it decides
 //! as the plain script does and adds the event of the outcome to the hour's sorted set with `ZINCRBY`.
-//! The events for each outcome are sent written out (the caller knows every possible one), so the
-//! script only picks one. A decision is thus still one EVALSHA, coalesced with others into one
-//! `/pipeline` request, and the answer waits for nothing more than without the guard.
+//! The events of both outcomes are sent written out (the caller knows them), so the script only picks
+//! one. A decision is thus still one EVALSHA, coalesced with others into one `/pipeline` request, and
+//! the answer waits for nothing more than without the guard. A value found in the deny list, a rare
+//! answer, has its event recorded by the caller in the pending work: one event per value checked
+//! would otherwise travel with every request.
 //!
 //! Keys and members are those of the peer, so a fleet mixing both libraries shares its deny lists and
 //! its analytics. The guard's keys and arguments go after the algorithm's; the head hides them from the
@@ -85,16 +87,7 @@ impl<T: Transport> RedisBackend<T> {
             args.extend_from_slice(values);
         }
         if let Some(events) = guard.events {
-            if events.denied.len() != values.len() {
-                return Err(crate::Error::InvalidParameter {
-                    algorithm: "ratelimit",
-                    name: "events",
-                    value: events.denied.len().to_string(),
-                    reason: "must hold one denied event per value checked",
-                });
-            }
             keys.push(events.key.to_owned());
-            args.extend_from_slice(events.denied);
             args.push(events.admitted.to_owned());
             args.push(events.limited.to_owned());
         }

@@ -16,17 +16,22 @@ function extractGeo(options) {
   return {};
 }
 
+/** An event as @upstash/core-analytics writes it: `JSON.stringify({ identifier, time: undefined, success, ...geo })`. */
+function event(identifier, success, options) {
+  return JSON.stringify({ identifier, time: undefined, success, ...extractGeo(options) });
+}
+
 /**
- * The analytics events one decision may record, written as @upstash/core-analytics writes them
- * (`JSON.stringify({ identifier, time: undefined, success, ...geo })`): admitted, rate limited, then
- * denied for each of `values`. Throws what `JSON.stringify` throws (a BigInt, a cycle).
+ * The analytics events a decision of the limit records: admitted, then rate limited. Throws what
+ * `JSON.stringify` throws (a BigInt, a cycle).
  */
-export function analyticsEvents(identifier, options, values) {
-  const geo = extractGeo(options);
-  const event = (id, success) => JSON.stringify({ identifier: id, time: undefined, success, ...geo });
-  const events = [event(identifier, true), event(identifier, false)];
-  for (const value of values) events.push(event(value, "denied"));
-  return events;
+export function analyticsEvents(identifier, options) {
+  return [event(identifier, true, options), event(identifier, false, options)];
+}
+
+/** The analytics event of `value` found in the deny list, as the peer records it. */
+export function deniedEvent(value, options) {
+  return event(value, "denied", options);
 }
 
 // The IP deny list of @upstash/ratelimit, taken from the caller instead of downloaded. A rare

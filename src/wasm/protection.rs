@@ -21,13 +21,13 @@ use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(module = "/src/wasm/protection.js")]
 extern "C" {
-    /// The analytics events of a decision: admitted, rate limited, then denied for each value.
+    /// The analytics events of a decision: admitted and rate limited.
     #[wasm_bindgen(catch, js_name = analyticsEvents)]
-    fn analytics_events(
-        identifier: &str,
-        options: &JsValue,
-        values: &Array,
-    ) -> Result<Array, JsValue>;
+    fn analytics_events(identifier: &str, options: &JsValue) -> Result<Array, JsValue>;
+
+    /// The analytics event of `value` found in the deny list.
+    #[wasm_bindgen(catch, js_name = deniedEvent)]
+    fn denied_event(value: &str, options: &JsValue) -> Result<String, JsValue>;
 
     /// Replaces the IP deny list under `prefix` with the IPs of `list` scored at least `threshold`.
     #[wasm_bindgen(js_name = updateIpDenyList)]
@@ -144,12 +144,19 @@ pub fn limit(
         Ok((identifier, rate, values, members))
     });
     let limiter = Rc::clone(limiter);
+    let options = options.clone();
     promise(Box::pin(async move {
         let (identifier, rate, values, members) = arguments?;
-        let answer = limiter
+        let mut answer = limiter
             .limit_prepared(&identifier, rate, values, members)
             .await
             .map_err(|error| limit_error(error, rate))?;
+        if let (Some(value), true) = (&answer.denied_value, limiter.records_events()) {
+            // Written as the events before it were, by the same `JSON.stringify` of the same fields.
+            if let Ok(member) = denied_event(value, &options) {
+                limiter.record_denied(&mut answer, member);
+            }
+        }
         let response = response_object(&answer.response, &pending_promise(answer.pending));
         if let Some(value) = answer.denied_value {
             Reflect::set(&response, &"deniedValue".into(), &value.into())?;
@@ -191,11 +198,7 @@ fn prepare(
     if !guards.analytics {
         return Ok((values, None));
     }
-    let array = values
-        .iter()
-        .map(|value| JsValue::from_str(value))
-        .collect::<Array>();
-    let events = analytics_events(identifier, options, &array).map_err(|error| {
+    let events = analytics_events(identifier, options).map_err(|error| {
         let reason = [
             "must be JSON-serialisable for analytics: ",
             &super::sys::string(&error),
@@ -208,15 +211,10 @@ fn prepare(
             &get(options, "geo").unwrap_or_default(),
         )
     })?;
-    let mut events = events
-        .iter()
-        .map(|event| event.as_string().unwrap_or_default());
-    let admitted = events.next().unwrap_or_default();
-    let limited = events.next().unwrap_or_default();
+    let event = |index| events.get(index).as_string().unwrap_or_default();
     let members = Members {
-        admitted,
-        limited,
-        denied: events.collect(),
+        admitted: event(0),
+        limited: event(1),
     };
     Ok((values, Some(members)))
 }

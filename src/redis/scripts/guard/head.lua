@@ -3,13 +3,12 @@
 -- The guard's arguments follow the algorithm's, which see KEYS and ARGV without them.
 -- KEYS end with: the deny list set (`<prefix>:denyList:all`) when values are checked, then the events
 -- bucket (`<prefix>:events:<hour>`) when events are recorded.
--- ARGV end with: the values to check; when events are recorded, the event of each value if denied, the
--- event if admitted and the event if rate limited; then the number of values and '1' when events are
--- recorded, else '0'.
+-- ARGV end with: the values to check; when events are recorded, the event if admitted and the event if
+-- rate limited; then the number of values and '1' when events are recorded, else '0'.
 local guard_argv, guard_keys = ARGV, KEYS
 local guard_events = guard_argv[#guard_argv] == '1'
 local guard_values = tonumber(guard_argv[#guard_argv - 1])
-local guard_argc = 2 + guard_values + (guard_events and guard_values + 2 or 0)
+local guard_argc = 2 + guard_values + (guard_events and 2 or 0)
 local guard_keyc = (guard_values > 0 and 1 or 0) + (guard_events and 1 or 0)
 local guard_from = #guard_argv - guard_argc + 1
 local events_key = guard_events and guard_keys[#guard_keys] or nil
@@ -24,19 +23,15 @@ local function record(index)
 end
 
 -- A value in the deny list answers {'denyList', flags} (1 for each value found) before anything is
--- counted; like the peer, the last value found is the one reported.
+-- counted or recorded: the caller records the event of the value it reports (a rare answer, whose event
+-- is not worth sending with every request).
 if guard_values > 0 then
   local deny_key = guard_keys[#guard_keys - guard_keyc + 1]
   local found = redis.call('SMISMEMBER', deny_key, unpack(guard_argv, guard_from, guard_from + guard_values - 1))
-  local denied = nil
   for index = 1, guard_values do
     if found[index] == 1 then
-      denied = index
+      return {'denyList', found}
     end
-  end
-  if denied then
-    record(guard_values + denied - 1)
-    return {'denyList', found}
   end
 end
 
