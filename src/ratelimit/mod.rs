@@ -1,6 +1,7 @@
 //! `Ratelimit`: a [`Backend`], an [`Algorithm`] and a key prefix, plus what `@upstash/ratelimit` adds on
 //! top — an ephemeral cache of blocked identifiers (bounded here), local counts for `cachedFixedWindow`,
-//! dynamic limits, `blockUntilReady` and a fail mode for backend errors.
+//! dynamic limits, `blockUntilReady`, a fail mode for backend errors, and the deny list and analytics
+//! (`guarded.rs`).
 //!
 //! Keys are `<prefix>:<identifier>`, the layout of `@upstash/ratelimit`, so both can share one limit.
 
