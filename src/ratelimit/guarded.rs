@@ -6,6 +6,10 @@
 //! without the store (the denied-values cache, the ephemeral cache, local counts, the fail mode)
 //! record their event in the [`Pending`] work.
 //!
+//! The order of the answers: a value remembered as denied; then, as without protection, local counts
+//! and the ephemeral cache (an identifier it knows is blocked is answered `cacheBlock` without a
+//! request, where the peer would ask Redis and answer `denyList`: denied either way); then the store.
+//!
 //! When both are off, [`Ratelimit::limit`] pays one branch for them, nothing more.
 
 use super::analytics::{self, Members};

@@ -127,6 +127,24 @@ test("an answer given without a request records its event in `pending`; a reques
     '{"identifier":"u","success":false}': 1,
     '{"identifier":"u","success":false,"country":"NL"}': 1,
   });
+
+  // A value found in the deny list: its event (the value, "denied") is written by `pending`, alone.
+  const protectedPrefix = `${prefix}:protected`;
+  await redis.sadd(`${protectedPrefix}:denyList:all`, "203.0.113.5");
+  const guarded = new Ratelimit({
+    redis: new Redis({ url, token }),
+    limiter: Ratelimit.fixedWindow(1, "1 h"),
+    prefix: protectedPrefix,
+    analytics: true,
+    enableProtection: true,
+  });
+  const denied = await guarded.limit("v", { ip: "203.0.113.5", geo: { city: "Oslo" } });
+  assert.deepEqual([denied.reason, denied.deniedValue], ["denyList", "203.0.113.5"]);
+  await denied.pending;
+  assert.deepEqual(await events(protectedPrefix), { '{"identifier":"203.0.113.5","success":"denied","city":"Oslo"}': 1 });
+  const again = await guarded.limit("v", { ip: "203.0.113.5", geo: { city: "Oslo" } }); // remembered: no request
+  await again.pending;
+  assert.deepEqual(await events(protectedPrefix), { '{"identifier":"203.0.113.5","success":"denied","city":"Oslo"}': 2 });
 });
 
 test("when Redis is unreachable the fail mode answers and `pending` still settles", { skip: !closedUrl && "EDGELIMIT_TEST_CLOSED_URL is not set" }, async () => {
