@@ -260,9 +260,10 @@ impl Ratelimit {
         rate: f64,
     ) -> Result<(Response, Option<Pending>)> {
         if self.guards.active() {
-            let answer = self
-                .limit_request_with_pending(identifier, rate, &Request::default())
-                .await?;
+            // Boxed, so that the plain decision's future does not grow by the guarded one's state.
+            let request = Request::default();
+            let guarded = Box::pin(self.limit_request_with_pending(identifier, rate, &request));
+            let answer = guarded.await?;
             return Ok((answer.response, answer.pending));
         }
         let key = self.key(identifier)?;
