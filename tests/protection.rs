@@ -256,3 +256,96 @@ async fn protection_needs_a_store_that_has_it_and_no_local_counts() {
         Err(Error::Unsupported { .. })
     ));
 }
+
+#[tokio::test]
+async fn the_guarded_scripts_read_the_dynamic_limit_and_the_redis_clock_as_the_plain_ones() {
+    let servers = Servers::start();
+    for (index, rule) in hour_limits(5).into_iter().enumerate() {
+        let prefix = format!("dynamic{index}");
+        let backend = RedisBackend::new(servers.gateway.transport()).with_redis_time(true);
+        let limiter = Ratelimit::new(backend, rule)
+            .with_prefix(&prefix)
+            .with_ephemeral_cache(None)
+            .with_dynamic_limits(true)
+            .with_analytics(true)
+            .with_protection(true)
+            .unwrap();
+        limiter.set_dynamic_limit(Some(2)).await.unwrap();
+        command(
+            &servers,
+            &["SADD", &format!("{prefix}:denyList:all"), "9.9.9.9"],
+        )
+        .await;
+        let mut answers = Vec::new();
+        for _ in 0..3 {
+            let (response, _) = limiter
+                .limit_request("u", 1.0, &Request::default())
+                .await
+                .unwrap();
+            answers.push((response.success, response.limit));
+        }
+        assert_eq!(
+            answers,
+            [(true, 2), (true, 2), (false, 2)],
+            "{}",
+            rule.name()
+        );
+        let ip = Request {
+            ip: Some("9.9.9.9"),
+            ..Request::default()
+        };
+        let (denied, value) = limiter.limit_request("w", 1.0, &ip).await.unwrap();
+        assert_eq!(
+            (denied.reason, value.as_deref()),
+            (Some(Reason::DenyList), Some("9.9.9.9"))
+        );
+        assert_eq!(limiter.get_remaining("w").await.unwrap().remaining, 2.0);
+    }
+}
+
+#[tokio::test]
+async fn guarded_and_plain_scripts_decide_identically() {
+    use edgelimit::{Backend, Events, Guard, Guarded, ManualClock};
+    let servers = Servers::start();
+    let clock = ManualClock::from_millis(1_700_000_000_000);
+    let store = RedisBackend::new(servers.gateway.transport()).with_clock(clock.clone());
+    let mut random = support::Random(7);
+    let values = ["clean-value".to_owned()];
+    for rule in hour_limits(10) {
+        for step in 0..60 {
+            let cost = rule.cost(random.between(0..=4) as f64 - 1.0).unwrap();
+            let guard = Guard {
+                deny_list: Some(("guarded:denyList:all", &values)),
+                events: Some(Events {
+                    key: "guarded:events",
+                    admitted: "yes",
+                    limited: "no",
+                }),
+            };
+            let plain = store.decide("plain:u", cost, rule, None).await.unwrap();
+            let guarded = store
+                .decide_guarded("guarded:u", cost, rule, None, guard)
+                .await
+                .unwrap();
+            assert_eq!(
+                guarded,
+                Guarded::Decided(plain),
+                "{} step {step}",
+                rule.name()
+            );
+            clock.advance(Duration::from_secs(random.between(0..=600)));
+        }
+    }
+    let score = |value: Value| {
+        value
+            .as_str()
+            .map_or(0, |text| text.parse::<u64>().unwrap())
+    };
+    let admitted = score(command(&servers, &["ZSCORE", "guarded:events", "yes"]).await);
+    let limited = score(command(&servers, &["ZSCORE", "guarded:events", "no"]).await);
+    assert_eq!(admitted + limited, 4 * 60, "one event per decision");
+    assert!(
+        admitted > 0 && limited > 0,
+        "{admitted} admitted, {limited} limited"
+    );
+}
