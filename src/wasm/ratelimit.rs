@@ -33,7 +33,7 @@ const DEFAULT_TIMEOUT_MS: u64 = 5_000;
 const MAX_TIMER_MS: f64 = i32::MAX as f64;
 
 /// A rate limit: `new Ratelimit({ redis?, limiter, prefix?, ephemeralCache?, timeout?, failMode?,
-/// dynamicLimits? })`.
+/// dynamicLimits?, enableProtection?, analytics?, denyListThreshold? })`.
 #[wasm_bindgen(js_name = Ratelimit)]
 pub struct JsRatelimit {
     pub(super) inner: Rc<Ratelimit>,
@@ -155,7 +155,8 @@ impl JsRatelimit {
     }
 
     /// `limit(identifier, { rate }?)`: a Promise of `{ success, limit, remaining, reset, pending, reason? }`.
-    /// Bad input rejects the Promise with a `TypeError` or `RangeError`.
+    /// Bad input rejects the Promise with a `TypeError` or `RangeError`. With protection or analytics,
+    /// `protection::limit` answers instead.
     pub fn limit(&self, identifier: JsValue, options: JsValue) -> Promise {
         if self.guards.active() {
             return protection::limit(&self.inner, &self.guards, &identifier, &options);
