@@ -1,6 +1,9 @@
 //! Prepares the Lua scripts the crate sends to Redis: each `src/redis/scripts/<name>.lua` behind the
 //! shared `prelude.lua`, written unchanged to `$OUT_DIR/<name>.lua`, with its SHA-1 (as EVALSHA names
-//! it) in `$OUT_DIR/<name>.lua.sha1`, for `include_str!` (src/redis/layout.rs).
+//! it) in `$OUT_DIR/<name>.lua.sha1`, for `include_str!` (src/redis/layout.rs). The algorithms' scripts
+//! also get the SHA-1 of their guarded variant, `$OUT_DIR/<name>.guarded.lua.sha1`: `guard/head.lua`,
+//! the prelude, the script's body as a function `decide`, then `guard/tail.lua`, which
+//! src/redis/guard.rs joins from the same files.
 
 use std::fs;
 use std::path::Path;
@@ -14,6 +17,8 @@ fn main() {
     let prelude_path = dir.join("prelude.lua");
     println!("cargo:rerun-if-changed={}", prelude_path.display());
     let prelude = read(&prelude_path);
+    let head = read(&watched(&dir.join("guard/head.lua")));
+    let tail = read(&watched(&dir.join("guard/tail.lua")));
     let mut entries: Vec<_> = fs::read_dir(dir)
         .expect("src/redis/scripts is readable")
         .map(|entry| entry.expect("src/redis/scripts is readable").path())
@@ -22,12 +27,33 @@ fn main() {
     entries.sort();
     for path in entries {
         println!("cargo:rerun-if-changed={}", path.display());
-        let script = prelude.clone() + &read(&path);
-        let name = path.file_name().expect("a file name").to_string_lossy();
-        let sha1 = sha1_smol::Sha1::from(&script).digest().to_string();
-        write(&out_dir.join(&*name), &script);
-        write(&out_dir.join(format!("{name}.sha1")), &sha1);
+        let body = read(&path);
+        let name = path.file_stem().expect("a file name").to_string_lossy();
+        let script = prelude.clone() + &body;
+        write(&out_dir.join(format!("{name}.lua")), &script);
+        write(&out_dir.join(format!("{name}.lua.sha1")), &sha1(&script));
+        if GUARDED.contains(&&*name) {
+            let guarded = format!("{head}{prelude}local function decide()\n{body}\nend\n{tail}");
+            write(
+                &out_dir.join(format!("{name}.guarded.lua.sha1")),
+                &sha1(&guarded),
+            );
+        }
     }
+}
+
+/// The scripts that have a guarded variant: the algorithms'.
+const GUARDED: [&str; 4] = ["fixed_window", "sliding_window", "token_bucket", "gcra"];
+
+/// The hex SHA-1 of `script`, as EVALSHA names it.
+fn sha1(script: &str) -> String {
+    sha1_smol::Sha1::from(script).digest().to_string()
+}
+
+/// `path`, which cargo now watches for changes.
+fn watched(path: &Path) -> std::path::PathBuf {
+    println!("cargo:rerun-if-changed={}", path.display());
+    path.to_owned()
 }
 
 fn read(path: &Path) -> String {

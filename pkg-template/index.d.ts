@@ -86,6 +86,27 @@ export interface RatelimitConfig {
    * `maxTokens`, or GCRA's burst — for every identifier, read atomically by each decision. Default `false`.
    */
   dynamicLimits?: boolean;
+  /**
+   * Records every answer as an analytics event, as `@upstash/ratelimit` does through
+   * `@upstash/core-analytics` (`ZINCRBY <prefix>:events:<hour>` with `{ identifier, success, ...geo }`),
+   * which the Upstash console reads. Written by the decision's own request; an answer given without a
+   * request (`cacheBlock`, the fail mode, `cachedFixedWindow`) writes it in `pending`. Needs `redis`.
+   * Default `false`.
+   */
+  analytics?: boolean;
+  /**
+   * Checks the identifier and the `ip`, `userAgent` and `country` given to `limit` against the deny
+   * list `<prefix>:denyList:all` (the one the Upstash console manages and `@upstash/ratelimit` reads), in
+   * the same request as the limit. A value found answers `success: false`, `reason: "denyList"`,
+   * `deniedValue`, without counting anything, and is remembered for a minute (up to 1 000 values).
+   * Needs `redis`; not with `cachedFixedWindow`. Default `false`.
+   */
+  enableProtection?: boolean;
+  /**
+   * For `updateIpDenyList`: of a list with scores (how many sources name the IP), the IPs scored at
+   * least this are denied. From 1 to 8, default 6, as `@upstash/ratelimit`.
+   */
+  denyListThreshold?: number;
 }
 
 /** Options of `limit`. */
@@ -95,6 +116,18 @@ export interface LimitOptions {
    * most 2^53 - 1 in size; whole for the window algorithms. A rate above the limit is denied.
    */
   rate?: number;
+  /** With `enableProtection`: the client's IP, checked against the deny list. */
+  ip?: string;
+  /** With `enableProtection`: the client's user agent, checked against the deny list. */
+  userAgent?: string;
+  /** With `enableProtection`: the client's country, checked against the deny list. */
+  country?: string;
+  /** With `analytics`: fields recorded with the event (Vercel's `request.geo`). */
+  geo?: { country?: string; city?: string; region?: string; ip?: string; [field: string]: unknown };
+  /** With `analytics`: Cloudflare's `request.cf`, recorded with the event when `geo` is not given. */
+  cf?: Record<string, unknown>;
+  /** With `analytics`: a request whose `geo` or `cf` is recorded when neither is given here. */
+  request?: { geo?: Record<string, unknown>; cf?: Record<string, unknown> };
 }
 
 /** The answer of `limit`. */
@@ -117,9 +150,12 @@ export interface LimitResponse {
   pending: Promise<unknown>;
   /**
    * Set when the answer did not come from Redis's decision: `"cacheBlock"` (the ephemeral cache),
-   * `"timeout"` or `"error"` (the fail mode decided).
+   * `"timeout"` or `"error"` (the fail mode decided), `"denyList"` (a value is in the deny list; then
+   * `limit`, `remaining` and `reset` are 0, as `@upstash/ratelimit` answers from its cache).
    */
   reason?: "timeout" | "cacheBlock" | "denyList" | "error";
+  /** The value found in the deny list, when `reason` is `"denyList"`. */
+  deniedValue?: string;
 }
 
 /** The answer of `getRemaining`. */
@@ -159,6 +195,17 @@ export class Ratelimit {
   setDynamicLimit(options: { /** The new limit, or `false` to go back to the configured one. */ limit: number | false }): Promise<void>;
   /** The stored dynamic limit, `null` when none. Rejects with an `Error` unless `dynamicLimits: true`. */
   getDynamicLimit(): Promise<{ /** The stored limit, or `null`. */ dynamicLimit: number | null }>;
+  /**
+   * Replaces the IP deny list with the keys of `@upstash/ratelimit` (`<prefix>:denyList:ipDenyList`,
+   * joined into `<prefix>:denyList:all`; `<prefix>:ipDenyListStatus` "valid"), atomically. `list` is an
+   * array of lines, or a URL whose text is fetched with the `fetch` of `redis`; each line is an IP,
+   * optionally followed by its score, kept when at least `denyListThreshold`; blank and `#` lines are
+   * skipped. Valid for `ttl` ms, or until the next 2 AM UTC. Resolves to how many IPs the list holds
+   * (values the console denies itself stay, and are not counted). Nothing is downloaded otherwise.
+   */
+  updateIpDenyList(list: readonly string[] | string | URL, options?: { /** How long the list is valid, in ms. */ ttl?: number }): Promise<number>;
+  /** Removes the IP deny list from the deny list and marks it `"disabled"`, as `@upstash/ratelimit`'s. */
+  disableIpDenyList(): Promise<void>;
   /** Frees the WebAssembly memory behind this object (optional; the garbage collector does it too). */
   free(): void;
 

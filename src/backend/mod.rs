@@ -1,8 +1,10 @@
 //! The store seam: where per-key state lives and how it is changed atomically.
 
+mod guard;
 mod memory;
 mod outcome;
 
+pub use guard::{Events, Guard, Guarded};
 pub use memory::MemoryBackend;
 pub use outcome::Outcome;
 
@@ -59,6 +61,32 @@ pub trait Backend: MaybeSendSync {
     ) -> BoxFuture<'a, Result<()>> {
         let _ = (limit_key, limit);
         Box::pin(std::future::ready(Err(unsupported_dynamic_limits(
+            self.backend_name(),
+        ))))
+    }
+
+    /// [`Backend::decide`], after looking the guard's values up in its deny list (nothing is counted
+    /// when one is found) and recording its analytics event, in the same atomic step. The default:
+    /// deny lists and analytics are unsupported.
+    fn decide_guarded<'a>(
+        &'a self,
+        key: &'a str,
+        cost: Cost,
+        params: Algorithm,
+        limit_key: Option<&'a str>,
+        guard: Guard<'a>,
+    ) -> BoxFuture<'a, Result<Guarded>> {
+        let _ = (key, cost, params, limit_key, guard);
+        Box::pin(std::future::ready(Err(unsupported_guards(
+            self.backend_name(),
+        ))))
+    }
+
+    /// Adds 1 to `member` in the sorted set `key` (an analytics event of an answer given without a
+    /// decision of the store). The default: analytics are unsupported.
+    fn record_event<'a>(&'a self, key: &'a str, member: &'a str) -> BoxFuture<'a, Result<()>> {
+        let _ = (key, member);
+        Box::pin(std::future::ready(Err(unsupported_guards(
             self.backend_name(),
         ))))
     }
@@ -128,6 +156,12 @@ fn unsupported_dynamic_limits(backend: &str) -> Error {
     }
 }
 
+fn unsupported_guards(backend: &str) -> Error {
+    Error::Unsupported {
+        what: format!("deny lists and analytics in the {backend} backend"),
+    }
+}
+
 /// A shared store is a store: one `Arc<MemoryBackend>` (or any backend) can serve several limits.
 impl<B: Backend + ?Sized> Backend for std::sync::Arc<B> {
     fn decide<'a>(
@@ -158,5 +192,20 @@ impl<B: Backend + ?Sized> Backend for std::sync::Arc<B> {
         limit: Option<u64>,
     ) -> BoxFuture<'a, Result<()>> {
         (**self).set_dynamic_limit(limit_key, limit)
+    }
+
+    fn decide_guarded<'a>(
+        &'a self,
+        key: &'a str,
+        cost: Cost,
+        params: Algorithm,
+        limit_key: Option<&'a str>,
+        guard: Guard<'a>,
+    ) -> BoxFuture<'a, Result<Guarded>> {
+        (**self).decide_guarded(key, cost, params, limit_key, guard)
+    }
+
+    fn record_event<'a>(&'a self, key: &'a str, member: &'a str) -> BoxFuture<'a, Result<()>> {
+        (**self).record_event(key, member)
     }
 }

@@ -1,15 +1,20 @@
 //! `Ratelimit`: a [`Backend`], an [`Algorithm`] and a key prefix, plus what `@upstash/ratelimit` adds on
 //! top — an ephemeral cache of blocked identifiers (bounded here), local counts for `cachedFixedWindow`,
-//! dynamic limits, `blockUntilReady` and a fail mode for backend errors.
+//! dynamic limits, `blockUntilReady`, a fail mode for backend errors, and the deny list and analytics
+//! (`guarded.rs`).
 //!
 //! Keys are `<prefix>:<identifier>`, the layout of `@upstash/ratelimit`, so both can share one limit.
 
+pub mod analytics;
+pub mod deny_list;
 mod ephemeral_cache;
+mod guarded;
 mod headers;
 mod local_counts;
 mod settings;
 
 pub use ephemeral_cache::EphemeralCache;
+pub use guarded::{Answer, Request};
 pub use headers::{rate_limit_headers, HeaderOptions, HeaderStyle};
 pub(crate) use settings::Settings;
 
@@ -57,15 +62,18 @@ pub enum Reason {
     CacheBlock,
     /// The backend failed otherwise; the fail mode decided.
     Error,
+    /// A value of the request is in the deny list ([`Ratelimit::with_protection`]).
+    DenyList,
 }
 
 impl Reason {
-    /// The name `@upstash/ratelimit` uses: `"timeout"`, `"cacheBlock"` or `"error"`.
+    /// The name `@upstash/ratelimit` uses: `"timeout"`, `"cacheBlock"`, `"error"` or `"denyList"`.
     pub fn as_str(&self) -> &'static str {
         match self {
             Self::Timeout => "timeout",
             Self::CacheBlock => "cacheBlock",
             Self::Error => "error",
+            Self::DenyList => "denyList",
         }
     }
 }
@@ -111,6 +119,8 @@ pub struct Ratelimit {
     limit_key: Option<String>,
     fail_mode: FailMode,
     clock: Arc<dyn Clock>,
+    /// The deny list and analytics, off unless enabled.
+    guards: guarded::Guards,
 }
 
 impl Ratelimit {
@@ -143,6 +153,7 @@ impl Ratelimit {
             limit_key,
             fail_mode: settings.fail_mode,
             clock: Arc::new(SystemClock),
+            guards: guarded::Guards::default(),
         }
     }
 
@@ -172,6 +183,7 @@ impl Ratelimit {
     /// a round trip per request but trades exactness across processes: each process admits against its
     /// own view, so a fleet may admit more than the limit until the writes land. Fixed window only.
     pub fn with_local_counts(mut self, max_entries: usize) -> Result<Self> {
+        guarded::check_local_counts(self.guards.protects())?;
         let Algorithm::FixedWindow(rule) = self.algorithm else {
             return Err(Error::Unsupported {
                 what: format!("local counts with the {} algorithm", self.algorithm.name()),
@@ -247,6 +259,13 @@ impl Ratelimit {
         identifier: &str,
         rate: f64,
     ) -> Result<(Response, Option<Pending>)> {
+        if self.guards.active() {
+            // Boxed, so that the plain decision's future does not grow by the guarded one's state.
+            let request = Request::default();
+            let guarded = Box::pin(self.limit_request_with_pending(identifier, rate, &request));
+            let answer = guarded.await?;
+            return Ok((answer.response, answer.pending));
+        }
         let key = self.key(identifier)?;
         let cost = self.cost(rate)?;
         // The clock is read only for the local caches (each read is a call into JavaScript on wasm),
@@ -259,47 +278,59 @@ impl Ratelimit {
         if let Some(answer) = self.local_answer(&key, cost, now_micros) {
             return Ok(answer);
         }
-        if let Some(cache) = &self.cache {
-            if rate > 0.0 {
-                if let Some(block) = cache.blocked(&key, rate, now_ms) {
-                    return Ok((
-                        Response {
-                            success: false,
-                            limit: block.limit,
-                            remaining: 0.0,
-                            reset: block.until_ms,
-                            retry_after: Some(Duration::from_millis(block.until_ms - now_ms)),
-                            reason: Some(Reason::CacheBlock),
-                        },
-                        None,
-                    ));
-                }
-            } else if rate < 0.0 {
-                cache.remove(&key);
-            }
+        if let Some(block) = self.cached_block(&key, rate, now_ms) {
+            return Ok((block, None));
         }
 
         match self.decide(&key, cost).await {
             Ok(decision) => {
-                if let Some(counts) = &self.local_counts {
-                    let window = counts.window(now_micros);
-                    counts.record(&key, window, used(&decision), decision.limit);
-                } else if let (Some(cache), false, Some(retry_after)) =
-                    (&self.cache, decision.allowed, decision.retry_after)
-                {
-                    let until_ms = now_ms
-                        .saturating_add(retry_after.as_millis() as u64)
-                        .min(decision.reset.max(now_ms));
-                    if until_ms > now_ms && rate > 0.0 {
-                        cache.insert(key, rate, until_ms, decision.limit, now_ms);
-                    }
-                }
+                self.learn(key, rate, &decision, now_micros);
                 Ok((response(decision), None))
             }
             Err(error) if error.is_invalid_input() => Err(error),
             Err(error) => {
                 let now_micros = cached_now.unwrap_or_else(|| self.clock.now_micros());
                 Ok((self.fail_mode_response(&error, now_micros / 1_000), None))
+            }
+        }
+    }
+
+    /// The ephemeral cache's answer when it knows that `rate` on `key` is denied at `now_ms`; a refund
+    /// forgets what it knows of `key`.
+    fn cached_block(&self, key: &str, rate: f64, now_ms: u64) -> Option<Response> {
+        let cache = self.cache.as_ref()?;
+        if rate > 0.0 {
+            let block = cache.blocked(key, rate, now_ms)?;
+            return Some(Response {
+                success: false,
+                limit: block.limit,
+                remaining: 0.0,
+                reset: block.until_ms,
+                retry_after: Some(Duration::from_millis(block.until_ms - now_ms)),
+                reason: Some(Reason::CacheBlock),
+            });
+        }
+        if rate < 0.0 {
+            cache.remove(key);
+        }
+        None
+    }
+
+    /// Keeps what the backend's `decision` on `key` says for the local caches: the count of local
+    /// counts, or the block of a denial in the ephemeral cache.
+    fn learn(&self, key: String, rate: f64, decision: &Decision, now_micros: u64) {
+        let now_ms = now_micros / 1_000;
+        if let Some(counts) = &self.local_counts {
+            let window = counts.window(now_micros);
+            counts.record(&key, window, used(decision), decision.limit);
+        } else if let (Some(cache), false, Some(retry_after)) =
+            (&self.cache, decision.allowed, decision.retry_after)
+        {
+            let until_ms = now_ms
+                .saturating_add(retry_after.as_millis() as u64)
+                .min(decision.reset.max(now_ms));
+            if until_ms > now_ms && rate > 0.0 {
+                cache.insert(key, rate, until_ms, decision.limit, now_ms);
             }
         }
     }

@@ -3,8 +3,9 @@
 use super::layout::{self, Call};
 use super::reply::Reply;
 use super::rest::{malformed, RestClient};
+use super::script::Script;
 use crate::algorithm::{Algorithm, Cost};
-use crate::backend::{Backend, Outcome};
+use crate::backend::{Backend, Guard, Guarded, Outcome};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{quote, Error, Result};
 use crate::maybe_send::BoxFuture;
@@ -67,12 +68,25 @@ impl<T: Transport> RedisBackend<T> {
         cost: Cost,
         limit_key: Option<&str>,
     ) -> Result<Outcome> {
+        let (script, keys, args) = self.call(&rule, key, cost, limit_key);
+        let reply = script.run(&self.client, &keys, &args).await?;
+        outcome(rule, script, &reply, cost)
+    }
+
+    /// The script deciding `cost` on `key` under `rule`, its keys and its arguments.
+    pub(super) fn call(
+        &self,
+        rule: &Algorithm,
+        key: &str,
+        cost: Cost,
+        limit_key: Option<&str>,
+    ) -> (&'static Script, Vec<String>, Vec<String>) {
         let now = self.clock.now_micros();
         let Call {
             script,
             mut keys,
             args: [a, b, c],
-        } = layout::call(&rule, key, now, self.redis_time);
+        } = layout::call(rule, key, now, self.redis_time);
         let time = if self.redis_time {
             String::new()
         } else {
@@ -89,40 +103,50 @@ impl<T: Transport> RedisBackend<T> {
             keys.push(limit_key.to_owned());
             args.push("1".to_owned());
         }
-        let reply = script.run(&self.client, &keys, &args).await?;
-        let fields = reply.as_array().unwrap_or_default();
-        let flag = |index: usize| fields.get(index).and_then(Reply::as_u64);
-        let (Some(allowed @ 0..=1), Some(now), Some(capacity)) = (flag(0), flag(1), flag(2)) else {
-            return Err(malformed(&format!(
-                "the {} script returned {reply}",
-                script.name()
-            )));
-        };
-        let rule = if capacity == rule.capacity() {
-            rule
-        } else {
-            rule.with_capacity(capacity).map_err(|error| Error::Redis {
-                message: format!("the dynamic limit {capacity} does not fit: {error}"),
-            })?
-        };
-        let found = layout::decode(&rule, fields.get(3..).unwrap_or_default())?;
-        let decision = rule.apply(found.as_ref(), now, cost).decision;
-        let allowed = allowed == 1;
-        if decision.allowed != allowed {
-            return Err(malformed(&format!(
-                "the {} script {} a request the algorithm {}",
-                rule.name(),
-                if allowed { "admitted" } else { "denied" },
-                if decision.allowed { "admits" } else { "denies" },
-            )));
-        }
-        Ok(Outcome {
-            now,
-            found,
-            rule,
-            decision,
-        })
+        (script, keys, args)
     }
+}
+
+/// The outcome of `rule`'s `script` for `cost` from its `reply`, checked: the algorithm, run on the
+/// state the script found, must agree with it.
+pub(super) fn outcome(
+    rule: Algorithm,
+    script: &Script,
+    reply: &Reply,
+    cost: Cost,
+) -> Result<Outcome> {
+    let fields = reply.as_array().unwrap_or_default();
+    let flag = |index: usize| fields.get(index).and_then(Reply::as_u64);
+    let (Some(allowed @ 0..=1), Some(now), Some(capacity)) = (flag(0), flag(1), flag(2)) else {
+        return Err(malformed(&format!(
+            "the {} script returned {reply}",
+            script.name()
+        )));
+    };
+    let rule = if capacity == rule.capacity() {
+        rule
+    } else {
+        rule.with_capacity(capacity).map_err(|error| Error::Redis {
+            message: format!("the dynamic limit {capacity} does not fit: {error}"),
+        })?
+    };
+    let found = layout::decode(&rule, fields.get(3..).unwrap_or_default())?;
+    let decision = rule.apply(found.as_ref(), now, cost).decision;
+    let allowed = allowed == 1;
+    if decision.allowed != allowed {
+        return Err(malformed(&format!(
+            "the {} script {} a request the algorithm {}",
+            rule.name(),
+            if allowed { "admitted" } else { "denied" },
+            if decision.allowed { "admits" } else { "denies" },
+        )));
+    }
+    Ok(Outcome {
+        now,
+        found,
+        rule,
+        decision,
+    })
 }
 
 impl<T: Transport> Backend for RedisBackend<T> {
@@ -135,6 +159,22 @@ impl<T: Transport> Backend for RedisBackend<T> {
         limit_key: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Outcome>> {
         Box::pin(self.run(params, key, cost, limit_key))
+    }
+
+    /// One guarded script: the deny list, the decision and its event, atomically (see `guard.rs`).
+    fn decide_guarded<'a>(
+        &'a self,
+        key: &'a str,
+        cost: Cost,
+        params: Algorithm,
+        limit_key: Option<&'a str>,
+        guard: Guard<'a>,
+    ) -> BoxFuture<'a, Result<Guarded>> {
+        Box::pin(self.run_guarded(params, key, cost, limit_key, guard))
+    }
+
+    fn record_event<'a>(&'a self, key: &'a str, member: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(self.zincrby(key, member))
     }
 
     fn reset<'a>(&'a self, key: &'a str, params: Algorithm) -> BoxFuture<'a, Result<()>> {

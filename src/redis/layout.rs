@@ -12,12 +12,15 @@ use crate::algorithm::{
 };
 use crate::error::Result;
 
-/// The prelude and the script `src/redis/scripts/$file`, with its SHA-1, as build.rs writes them.
+/// The prelude every script starts with.
+pub(super) const PRELUDE: &str = include_str!("scripts/prelude.lua");
+
+/// The prelude and the script `src/redis/scripts/$file`, with its SHA-1 as build.rs computes it.
 macro_rules! script {
     ($name:literal, $file:literal) => {
-        Script::new(
+        Script::from_parts(
             $name,
-            include_str!(concat!(env!("OUT_DIR"), "/", $file)),
+            &[PRELUDE, include_str!(concat!("scripts/", $file))],
             include_str!(concat!(env!("OUT_DIR"), "/", $file, ".sha1")),
         )
     };

@@ -1,12 +1,14 @@
 //! Redis over the Upstash REST protocol: the client, the scripts, and [`RedisBackend`].
 
 mod backend;
+mod guard;
 mod layout;
 mod reply;
 mod rest;
 mod script;
 
 pub use backend::RedisBackend;
+pub use guard::GUARDED_SCRIPTS;
 pub use layout::SCRIPTS;
 pub use reply::Reply;
 pub use rest::RestClient;

@@ -4,18 +4,43 @@ use super::reply::Reply;
 use super::rest::RestClient;
 use crate::error::{Error, Result};
 use crate::transport::Transport;
+use std::sync::OnceLock;
 
 /// A Lua script and its SHA-1 (computed by build.rs).
 pub struct Script {
     name: &'static str,
-    source: &'static str,
+    text: Text,
     sha1: &'static str,
+}
+
+/// A script's text: whole, or the fragments it is made of, joined the first time it is needed (only
+/// EVAL sends it), so that fragments shared by several scripts are stored once.
+enum Text {
+    Whole(&'static str),
+    Parts(&'static [&'static str], OnceLock<String>),
 }
 
 impl Script {
     /// A script called `name` (for messages) with the text `source` and its hex SHA-1 `sha1`.
     pub const fn new(name: &'static str, source: &'static str, sha1: &'static str) -> Self {
-        Self { name, source, sha1 }
+        Self {
+            name,
+            text: Text::Whole(source),
+            sha1,
+        }
+    }
+
+    /// A script called `name` whose text is `parts` one after the other, with its hex SHA-1 `sha1`.
+    pub const fn from_parts(
+        name: &'static str,
+        parts: &'static [&'static str],
+        sha1: &'static str,
+    ) -> Self {
+        Self {
+            name,
+            text: Text::Parts(parts, OnceLock::new()),
+            sha1,
+        }
     }
 
     /// The script's name.
@@ -24,8 +49,11 @@ impl Script {
     }
 
     /// The script's Lua text.
-    pub fn source(&self) -> &'static str {
-        self.source
+    pub fn source(&self) -> &str {
+        match &self.text {
+            Text::Whole(text) => text,
+            Text::Parts(parts, text) => text.get_or_init(|| parts.concat()),
+        }
     }
 
     /// The hex SHA-1 of the text, as EVALSHA and SCRIPT LOAD name it.
@@ -45,7 +73,7 @@ impl Script {
         let mut eval = false;
         loop {
             let (verb, script) = if eval {
-                ("EVAL", self.source)
+                ("EVAL", self.source())
             } else {
                 ("EVALSHA", self.sha1)
             };

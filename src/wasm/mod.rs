@@ -33,6 +33,7 @@ mod headers;
 mod limiter;
 mod options;
 mod promise;
+mod protection;
 mod ratelimit;
 mod redis;
 mod shared_cache;

@@ -4,6 +4,7 @@ use super::errors::{range_error, to_js_error, type_error};
 use super::limiter::{self, Kind};
 use super::options::{self, get, JsResult};
 use super::promise::promise;
+use super::protection;
 use super::redis::RedisConfig;
 use super::shared_cache::shared_cache;
 use super::sleep::sleep;
@@ -32,10 +33,12 @@ const DEFAULT_TIMEOUT_MS: u64 = 5_000;
 const MAX_TIMER_MS: f64 = i32::MAX as f64;
 
 /// A rate limit: `new Ratelimit({ redis?, limiter, prefix?, ephemeralCache?, timeout?, failMode?,
-/// dynamicLimits? })`.
+/// dynamicLimits?, enableProtection?, analytics?, denyListThreshold? })`.
 #[wasm_bindgen(js_name = Ratelimit)]
 pub struct JsRatelimit {
-    inner: Rc<Ratelimit>,
+    pub(super) inner: Rc<Ratelimit>,
+    /// Protection and analytics, read once: `limit` takes the plain path when both are off.
+    pub(super) guards: protection::Guards,
 }
 
 #[wasm_bindgen(js_class = Ratelimit)]
@@ -130,6 +133,7 @@ impl JsRatelimit {
                 .with_fetch(redis.fetch);
             Arc::new(RedisBackend::new(transport))
         };
+        let guards = protection::Guards::read(CONTEXT, &config, &redis, cached)?;
         let settings = Settings {
             prefix: prefix.unwrap_or_else(|| DEFAULT_PREFIX.to_owned()),
             cache: match shared {
@@ -141,59 +145,31 @@ impl JsRatelimit {
             dynamic_limits: dynamic_limits.as_bool() == Some(true),
             fail_mode,
         };
-        let limiter = Ratelimit::from_settings(backend, algorithm, settings);
+        let limiter = guards
+            .apply(Ratelimit::from_settings(backend, algorithm, settings))
+            .map_err(|error| to_js_error(CONTEXT, &error))?;
         Ok(JsRatelimit {
             inner: Rc::new(limiter),
+            guards,
         })
     }
 
     /// `limit(identifier, { rate }?)`: a Promise of `{ success, limit, remaining, reset, pending, reason? }`.
-    /// Bad input rejects the Promise with a `TypeError` or `RangeError`.
+    /// Bad input rejects the Promise with a `TypeError` or `RangeError`. With protection or analytics,
+    /// `protection::limit` answers instead.
     pub fn limit(&self, identifier: JsValue, options: JsValue) -> Promise {
-        const CONTEXT: &str = "Ratelimit.limit";
-        let arguments = identifier_arg(CONTEXT, &identifier).and_then(|identifier| {
-            let rate = if options.is_undefined() {
-                JsValue::UNDEFINED
-            } else if options.is_object() {
-                RATE.with(|rate| Reflect::get(&options, rate))?
-            } else {
-                return Err(type_error(
-                    CONTEXT,
-                    "options",
-                    "must be an object",
-                    &options,
-                ));
-            };
-            let rate = if rate.is_undefined() {
-                1.0
-            } else {
-                options::number(CONTEXT, "rate", "must be a number", &rate)?
-            };
-            Ok((identifier, rate))
-        });
+        if self.guards.active() {
+            return protection::limit(&self.inner, &self.guards, &identifier, &options);
+        }
+        let arguments = limit_arguments(&identifier, &options);
         let limiter = Rc::clone(&self.inner);
         promise(Box::pin(async move {
             let (identifier, rate) = arguments?;
             let (response, pending) = limiter
                 .limit_with_pending(&identifier, rate)
                 .await
-                .map_err(|error| match error {
-                    crate::Error::InvalidCost { reason, .. } => {
-                        range_error(CONTEXT, "rate", reason, &rate.into())
-                    }
-                    other => to_js_error(CONTEXT, &other),
-                })?;
-            // The write of a locally answered request runs now, whether or not anyone awaits it;
-            // `pending` settles (never rejects) when it is done.
-            let pending = match pending {
-                Some(work) => promise(Box::pin(async move {
-                    work.await;
-                    Ok(JsValue::UNDEFINED)
-                }))
-                .into(),
-                None => JsValue::UNDEFINED,
-            };
-            Ok(response_object(&response, &pending))
+                .map_err(|error| limit_error(error, rate))?;
+            Ok(response_object(&response, &pending_promise(pending)))
         }))
     }
 
@@ -376,13 +352,56 @@ impl JsRatelimit {
     }
 }
 
+/// The arguments of `limit`: the identifier, and the rate of `options` (1 if none).
+pub(super) fn limit_arguments(identifier: &JsValue, options: &JsValue) -> JsResult<(String, f64)> {
+    const CONTEXT: &str = "Ratelimit.limit";
+    let identifier = identifier_arg(CONTEXT, identifier)?;
+    let rate = if options.is_undefined() {
+        JsValue::UNDEFINED
+    } else if options.is_object() {
+        RATE.with(|rate| Reflect::get(options, rate))?
+    } else {
+        return Err(type_error(CONTEXT, "options", "must be an object", options));
+    };
+    let rate = if rate.is_undefined() {
+        1.0
+    } else {
+        options::number(CONTEXT, "rate", "must be a number", &rate)?
+    };
+    Ok((identifier, rate))
+}
+
+/// The error `limit` rejects with for `error`, from a request of `rate`.
+pub(super) fn limit_error(error: crate::Error, rate: f64) -> JsValue {
+    const CONTEXT: &str = "Ratelimit.limit";
+    match error {
+        crate::Error::InvalidCost { reason, .. } => {
+            range_error(CONTEXT, "rate", reason, &rate.into())
+        }
+        other => to_js_error(CONTEXT, &other),
+    }
+}
+
+/// `pending`: the work left after an answer, which runs now whether or not anyone awaits it, as a
+/// Promise that settles (never rejects) when it is done; undefined when there is none.
+pub(super) fn pending_promise(pending: Option<crate::ratelimit::Pending>) -> JsValue {
+    match pending {
+        Some(work) => promise(Box::pin(async move {
+            work.await;
+            Ok(JsValue::UNDEFINED)
+        }))
+        .into(),
+        None => JsValue::UNDEFINED,
+    }
+}
+
 /// The identifier argument: a non-empty string.
 fn identifier_arg(context: &str, identifier: &JsValue) -> JsResult<String> {
     options::string(context, "identifier", identifier, false)
 }
 
 /// `{ success, limit, remaining, reset, pending, reason? }`; `pending` undefined when nothing is left.
-fn response_object(response: &Response, pending: &JsValue) -> JsValue {
+pub(super) fn response_object(response: &Response, pending: &JsValue) -> JsValue {
     let reason = response
         .reason
         .map_or(JsValue::UNDEFINED, |reason| reason.as_str().into());

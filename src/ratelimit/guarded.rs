@@ -1,0 +1,281 @@
+//! Protection and analytics for [`Ratelimit`], as `@upstash/ratelimit` offers them with
+//! `enableProtection` and `analytics`: the identifier and the request's ip, user agent and country are
+//! looked up in the deny list the Upstash console manages (a value found answers `success: false`,
+//! [`Reason::DenyList`], without counting anything), and every answer is recorded as an analytics
+//! event. Both travel in the decision's own script (see `src/redis/guard.rs`); only answers given
+//! without the store (the denied-values cache, the ephemeral cache, local counts, the fail mode)
+//! record their event in the [`Pending`] work.
+//!
+//! The order of the answers: a value remembered as denied; then, as without protection, local counts
+//! and the ephemeral cache (an identifier it knows is blocked is answered `cacheBlock` without a
+//! request, where the peer would ask Redis and answer `denyList`: denied either way); then the store.
+//!
+//! When both are off, [`Ratelimit::limit`] pays one branch for them, nothing more.
+
+use super::analytics::{self, Members};
+use super::deny_list::{self, DeniedValues};
+use super::{response, Pending, Ratelimit, Reason, Response};
+use crate::backend::{Events, Guard, Guarded};
+use crate::error::{Error, Result};
+use std::sync::Arc;
+
+/// What a request brings besides its identifier: the values checked against the deny list, and the
+/// geo fields recorded with its analytics event (`country`, `city`, `region`, `ip`... as in the peer's
+/// `geo`, in the order given).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Request<'a> {
+    /// The client's IP.
+    pub ip: Option<&'a str>,
+    /// The client's user agent.
+    pub user_agent: Option<&'a str>,
+    /// The client's country.
+    pub country: Option<&'a str>,
+    /// Fields added to the analytics event.
+    pub geo: &'a [(&'a str, &'a str)],
+}
+
+impl Request<'_> {
+    /// The values the deny list is checked for, as the peer: the identifier, then the ip, user agent
+    /// and country that are given and not empty.
+    pub fn values(&self, identifier: &str) -> Vec<String> {
+        [Some(identifier), self.ip, self.user_agent, self.country]
+            .into_iter()
+            .flatten()
+            .filter(|value| !value.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// The answer to [`Ratelimit::limit_request_with_pending`].
+pub struct Answer {
+    /// The answer itself.
+    pub response: Response,
+    /// The value found in the deny list, when [`Reason::DenyList`].
+    pub denied_value: Option<String>,
+    /// Work left after the answer (an analytics event, the write of local counts).
+    pub pending: Option<Pending>,
+}
+
+/// What is enabled: the deny list (with the values found in it lately), and analytics.
+#[derive(Default)]
+pub(super) struct Guards {
+    denied: Option<DeniedValues>,
+    analytics: bool,
+}
+
+impl Guards {
+    /// Whether decisions go through [`Ratelimit::limit_request_with_pending`].
+    pub fn active(&self) -> bool {
+        self.analytics || self.denied.is_some()
+    }
+
+    /// Whether the deny list is checked.
+    pub fn protects(&self) -> bool {
+        self.denied.is_some()
+    }
+}
+
+/// Protection needs every decision asked of the store, which local counts answer without.
+pub(super) fn check_local_counts(protection: bool) -> Result<()> {
+    if protection {
+        return Err(Error::Unsupported {
+            what: "protection (the deny list) with local counts, which answer without Redis".into(),
+        });
+    }
+    Ok(())
+}
+
+/// The answer to a request with a value in the deny list, as the peer gives it.
+fn denied_response() -> Response {
+    Response {
+        success: false,
+        limit: 0,
+        remaining: 0.0,
+        reset: 0,
+        retry_after: None,
+        reason: Some(Reason::DenyList),
+    }
+}
+
+impl Ratelimit {
+    /// The same limit with protection on or off: when on, the identifier and the request's ip, user
+    /// agent and country ([`Ratelimit::limit_request`]) are looked up in the deny list
+    /// (`<prefix>:denyList:all`, which the Upstash console and `@upstash/ratelimit` share); a value
+    /// found is denied with [`Reason::DenyList`] without counting anything, and remembered for a minute
+    /// (up to [`deny_list::DENIED_VALUES_CACHED`] values). The store must support it (Redis does); local
+    /// counts cannot have it.
+    pub fn with_protection(mut self, enabled: bool) -> Result<Self> {
+        if enabled {
+            check_local_counts(self.local_counts.is_some())?;
+        }
+        self.guards.denied = enabled.then(DeniedValues::new);
+        Ok(self)
+    }
+
+    /// The same limit recording every answer as an analytics event of `@upstash/core-analytics`
+    /// (`<prefix>:events:<hour>`), or not. The store must support it (Redis does).
+    pub fn with_analytics(mut self, enabled: bool) -> Self {
+        self.guards.analytics = enabled;
+        self
+    }
+
+    /// How many values found in the deny list are remembered now.
+    pub fn cached_denied_values(&self) -> usize {
+        self.guards.denied.as_ref().map_or(0, DeniedValues::len)
+    }
+
+    /// [`Ratelimit::limit`] for a request with `request`'s values and geo fields; the value found in the
+    /// deny list comes with the answer. Awaits the [`Pending`] work.
+    pub async fn limit_request(
+        &self,
+        identifier: &str,
+        rate: f64,
+        request: &Request<'_>,
+    ) -> Result<(Response, Option<String>)> {
+        let answer = self
+            .limit_request_with_pending(identifier, rate, request)
+            .await?;
+        if let Some(pending) = answer.pending {
+            pending.await;
+        }
+        Ok((answer.response, answer.denied_value))
+    }
+
+    /// [`Ratelimit::limit_request`], returning the work left after the answer instead of awaiting it.
+    pub async fn limit_request_with_pending(
+        &self,
+        identifier: &str,
+        rate: f64,
+        request: &Request<'_>,
+    ) -> Result<Answer> {
+        let values = if self.guards.protects() {
+            request.values(identifier)
+        } else {
+            Vec::new()
+        };
+        let members = (self.guards.analytics).then(|| Members::new(identifier, request.geo));
+        let mut answer = self
+            .limit_prepared(identifier, rate, values, members)
+            .await?;
+        if let (Some(value), true) = (&answer.denied_value, self.records_events()) {
+            let member = analytics::member(value, analytics::Outcome::Denied, request.geo);
+            self.record_denied(&mut answer, member);
+        }
+        Ok(answer)
+    }
+
+    /// Whether answers are recorded as analytics events.
+    pub(crate) fn records_events(&self) -> bool {
+        self.guards.analytics
+    }
+
+    /// Adds the recording of `member`, the event of the value `answer` found in the deny list, to its
+    /// pending work.
+    pub(crate) fn record_denied(&self, answer: &mut Answer, member: String) {
+        let key = analytics::events_key(&self.prefix, self.clock.now_micros() / 1_000);
+        answer.pending = join(answer.pending.take(), Some(self.record(key, member)));
+    }
+
+    /// The work adding `member` to the events `key`. An event that cannot be written is lost, as the
+    /// peer loses it (with a warning).
+    fn record(&self, key: String, member: String) -> Pending {
+        let backend = Arc::clone(&self.backend);
+        Box::pin(async move {
+            let _ = backend.record_event(&key, &member).await;
+        })
+    }
+
+    /// The guarded decision, with the deny list checked for `values` (when protection is on) and the
+    /// analytics events written out in `members` (when analytics is on). The event of a value found in
+    /// the deny list is left to the caller ([`Ratelimit::record_denied`]), which writes it only then.
+    pub(crate) async fn limit_prepared(
+        &self,
+        identifier: &str,
+        rate: f64,
+        values: Vec<String>,
+        members: Option<Members>,
+    ) -> Result<Answer> {
+        let key = self.key(identifier)?;
+        let cost = self.cost(rate)?;
+        let now_micros = self.clock.now_micros();
+        let now_ms = now_micros / 1_000;
+        let events_key = members
+            .as_ref()
+            .map(|_| analytics::events_key(&self.prefix, now_ms));
+        // The event of an answer given without the store's decision, written in the pending work.
+        let event = |success: bool| -> Option<Pending> {
+            let (key, members) = (events_key.clone()?, members.as_ref()?);
+            Some(self.record(key, members.of(success).to_owned()))
+        };
+        let answer = |response: Response, denied_value, pending| Answer {
+            response,
+            denied_value,
+            pending,
+        };
+
+        if let Some(index) = (self.guards.denied.as_ref()).and_then(|d| d.find(&values, now_ms)) {
+            return Ok(answer(denied_response(), Some(values[index].clone()), None));
+        }
+        if let Some((response, write)) = self.local_answer(&key, cost, now_micros) {
+            let pending = join(write, event(response.success));
+            return Ok(answer(response, None, pending));
+        }
+        if let Some(block) = self.cached_block(&key, rate, now_ms) {
+            return Ok(answer(block, None, event(false)));
+        }
+
+        let deny_key = self
+            .guards
+            .denied
+            .as_ref()
+            .map(|_| deny_list::all_key(&self.prefix));
+        let guard = Guard {
+            deny_list: deny_key.as_deref().map(|key| (key, &values[..])),
+            events: events_key
+                .as_deref()
+                .zip(members.as_ref())
+                .map(|(key, members)| Events {
+                    key,
+                    admitted: &members.admitted,
+                    limited: &members.limited,
+                }),
+        };
+        let limit_key = self.limit_key.as_deref();
+        let decided = self
+            .backend
+            .decide_guarded(&key, cost, self.algorithm, limit_key, guard)
+            .await;
+        match decided {
+            Ok(Guarded::Decided(outcome)) => {
+                let decision = outcome.decision;
+                self.learn(key, rate, &decision, now_micros);
+                Ok(answer(response(decision), None, None))
+            }
+            Ok(Guarded::Denied(found)) => {
+                // The store found one of the values sent, so protection is on.
+                let denied = self.guards.denied.as_ref();
+                let index = denied.and_then(|denied| denied.remember(&values, &found, now_ms));
+                let value = index.and_then(|index| values.get(index)).cloned();
+                Ok(answer(denied_response(), value, None))
+            }
+            Err(error) if error.is_invalid_input() => Err(error),
+            Err(error) => {
+                let response = self.fail_mode_response(&error, now_ms);
+                let pending = event(response.success);
+                Ok(answer(response, None, pending))
+            }
+        }
+    }
+}
+
+/// Both pieces of work, one after the other.
+fn join(first: Option<Pending>, second: Option<Pending>) -> Option<Pending> {
+    match (first, second) {
+        (Some(first), Some(second)) => Some(Box::pin(async move {
+            first.await;
+            second.await;
+        })),
+        (first, second) => first.or(second),
+    }
+}

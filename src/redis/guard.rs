@@ -1,0 +1,148 @@
+//! Deny lists and analytics in the same request as the decision.
+//!
+//! `@upstash/ratelimit` checks its deny list with a second script beside the limit (two commands, and
+//! the limit is consumed even when the value is denied), then records the analytics event with a third
+//! command once the answer is known. Here all three are one script: each algorithm's script has a
+//! guarded variant (built by build.rs: `scripts/guard/head.lua`, the prelude, the algorithm's body as a
+//! function, `scripts/guard/tail.lua`) that looks the values up in `<prefix>:denyList:all` with
+//! `SMISMEMBER` first and returns at once, counting nothing, when one is there; otherwise it decides
+//! as the plain script does and adds the event of the outcome to the hour's sorted set with `ZINCRBY`.
+//! The events of both outcomes are sent written out (the caller knows them), so the script only picks
+//! one. A decision is thus still one EVALSHA, coalesced with others into one `/pipeline` request, and
+//! the answer waits for nothing more than without the guard. A value found in the deny list, a rare
+//! answer, has its event recorded by the caller in the pending work: one event per value checked
+//! would otherwise travel with every request.
+//!
+//! Keys and members are those of the peer, so a fleet mixing both libraries shares its deny lists and
+//! its analytics. The guard's keys and arguments go after the algorithm's; the head hides them from the
+//! algorithm's body, so the plain scripts need no change.
+
+use super::backend::{outcome, RedisBackend};
+use super::layout::PRELUDE;
+use super::reply::Reply;
+use super::rest::malformed;
+use super::script::Script;
+use crate::algorithm::{Algorithm, Cost};
+use crate::backend::{Guard, Guarded};
+use crate::error::Result;
+use crate::transport::Transport;
+
+/// The head of every guarded script.
+const HEAD: &str = include_str!("scripts/guard/head.lua");
+/// The tail of every guarded script.
+const TAIL: &str = include_str!("scripts/guard/tail.lua");
+
+/// The guarded variant of the script `src/redis/scripts/$file`, made of the same fragments as build.rs
+/// makes it, with the SHA-1 it computes.
+macro_rules! guarded {
+    ($name:literal, $file:literal) => {
+        Script::from_parts(
+            $name,
+            &[
+                HEAD,
+                PRELUDE,
+                "local function decide()\n",
+                include_str!(concat!("scripts/", $file, ".lua")),
+                "\nend\n",
+                TAIL,
+            ],
+            include_str!(concat!(env!("OUT_DIR"), "/", $file, ".guarded.lua.sha1")),
+        )
+    };
+}
+
+static FIXED_WINDOW: Script = guarded!("fixed window", "fixed_window");
+static SLIDING_WINDOW: Script = guarded!("sliding window", "sliding_window");
+static TOKEN_BUCKET: Script = guarded!("token bucket", "token_bucket");
+static GCRA: Script = guarded!("gcra", "gcra");
+
+/// The guarded variant of every algorithm's script, in the order of [`SCRIPTS`](super::SCRIPTS).
+pub static GUARDED_SCRIPTS: [&Script; 4] = [&FIXED_WINDOW, &SLIDING_WINDOW, &TOKEN_BUCKET, &GCRA];
+
+/// The guarded variant of `rule`'s script.
+fn guarded(rule: &Algorithm) -> &'static Script {
+    match rule {
+        Algorithm::FixedWindow(_) => &FIXED_WINDOW,
+        Algorithm::SlidingWindow(_) => &SLIDING_WINDOW,
+        Algorithm::TokenBucket(_) => &TOKEN_BUCKET,
+        Algorithm::Gcra(_) => &GCRA,
+    }
+}
+
+impl<T: Transport> RedisBackend<T> {
+    /// Runs the guarded variant of `rule`'s script: the deny list first, then the decision and its event.
+    pub(super) async fn run_guarded(
+        &self,
+        rule: Algorithm,
+        key: &str,
+        cost: Cost,
+        limit_key: Option<&str>,
+        guard: Guard<'_>,
+    ) -> Result<Guarded> {
+        let (_, mut keys, mut args) = self.call(&rule, key, cost, limit_key);
+        let script = guarded(&rule);
+        let values = guard.deny_list.map_or(&[][..], |(_, values)| values);
+        if let Some((deny_key, _)) = guard.deny_list {
+            keys.push(deny_key.to_owned());
+            args.extend_from_slice(values);
+        }
+        if let Some(events) = guard.events {
+            keys.push(events.key.to_owned());
+            args.push(events.admitted.to_owned());
+            args.push(events.limited.to_owned());
+        }
+        args.push(values.len().to_string());
+        args.push(if guard.events.is_some() { "1" } else { "0" }.to_owned());
+        let reply = script.run(self.client(), &keys, &args).await?;
+        if let Some([Reply::Text(tag), Reply::Array(found)]) = reply.as_array() {
+            let found: Vec<bool> = found.iter().map(|flag| flag.as_i64() == Some(1)).collect();
+            if tag != "denyList" || found.len() != values.len() || !found.contains(&true) {
+                return Err(malformed(&format!(
+                    "the guarded {} script returned {reply}",
+                    script.name()
+                )));
+            }
+            return Ok(Guarded::Denied(found));
+        }
+        outcome(rule, script, &reply, cost).map(Guarded::Decided)
+    }
+
+    /// `ZINCRBY key 1 member`.
+    pub(super) async fn zincrby(&self, key: &str, member: &str) -> Result<()> {
+        self.client()
+            .command(&["ZINCRBY", key, "1", member])
+            .await
+            .map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::redis::SCRIPTS;
+
+    #[test]
+    fn each_guarded_sha1_is_that_of_the_shipped_text() {
+        for script in GUARDED_SCRIPTS {
+            let expected = sha1_smol::Sha1::from(script.source()).digest().to_string();
+            assert_eq!(script.sha1(), expected, "{}", script.name());
+        }
+    }
+
+    #[test]
+    fn each_guarded_script_is_head_prelude_body_as_a_function_and_tail() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/redis/scripts/");
+        let read = |file: &str| std::fs::read_to_string(dir.to_owned() + file).unwrap();
+        for (plain, guarded) in SCRIPTS.iter().zip(GUARDED_SCRIPTS) {
+            assert_eq!(plain.name(), guarded.name());
+            let body = read(&(plain.name().replace(' ', "_") + ".lua"));
+            let expected = read("guard/head.lua")
+                + &read("prelude.lua")
+                + "local function decide()\n"
+                + &body
+                + "\nend\n"
+                + &read("guard/tail.lua");
+            assert_eq!(guarded.source(), expected, "{}", plain.name());
+        }
+    }
+}
