@@ -27,9 +27,20 @@ static FIXED_WINDOW: Script = script!("fixed window", "fixed_window.lua");
 static SLIDING_WINDOW: Script = script!("sliding window", "sliding_window.lua");
 static TOKEN_BUCKET: Script = script!("token bucket", "token_bucket.lua");
 static GCRA: Script = script!("gcra", "gcra.lua");
+/// The multi-region windows' decision (see [`crate::multi_region`]).
+pub(crate) static MULTI_WINDOW: Script = script!("multi window", "multi_window.lua");
+/// The multi-region merge of request ids into one region's hash.
+pub(crate) static MULTI_MERGE: Script = script!("multi merge", "multi_merge.lua");
 
 /// Every script the crate runs.
-pub static SCRIPTS: [&Script; 4] = [&FIXED_WINDOW, &SLIDING_WINDOW, &TOKEN_BUCKET, &GCRA];
+pub static SCRIPTS: [&Script; 6] = [
+    &FIXED_WINDOW,
+    &SLIDING_WINDOW,
+    &TOKEN_BUCKET,
+    &GCRA,
+    &MULTI_WINDOW,
+    &MULTI_MERGE,
+];
 
 /// What an algorithm's script needs sent, besides the time (`ARGV[1]`) and the cost (`ARGV[5]`).
 pub(crate) struct Call {

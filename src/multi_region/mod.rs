@@ -1,0 +1,568 @@
+//! `MultiRegionRatelimit`: one limit replicated over several Redis databases (one per region),
+//! answered by the first region to reply and synchronised in the background, in the [`Pending`] work
+//! returned with the answer.
+//!
+//! # State: a grow-only ledger per window, merged by union
+//!
+//! The windows keep the state of `@upstash/ratelimit`'s `MultiRegionRatelimit`, so a fleet mixing
+//! both enforces one limit: per window, the hash `<prefix>:<identifier>:<window>` maps each admitted
+//! request's id (16 random bytes from `getrandom`, in hex) to its cost ([`Ledger`]); a window has used
+//! the sum of its costs. A request goes to every region at once; each region decides it atomically on
+//! what it holds (one script: the sums, the pure algorithm's rule, the id written if admitted) and
+//! returns its windows as they were. The first region to reply answers.
+//!
+//! The synchronisation is a CRDT merge: the union of the ledgers, an id seen with two costs keeping
+//! the larger — idempotent, commutative and associative, so regions converge whatever the order and
+//! however often merges repeat. As each region replies, it joins the union, and every region heard
+//! from is sent, by a merge script, exactly the ids it lacks, each with its own cost (the peer writes
+//! the current request's rate for every missing id, and skips regions already at the limit; here full
+//! regions are merged too). A region that is down or slow holds up neither the answer nor the other
+//! regions' merge; when it comes back, the next requests' merges bring it up to date, because every
+//! reachable region then holds the union of the ids.
+//!
+//! A request that the answering region denied but a slower one admitted is merged everywhere: it is
+//! counted although it was denied. That errs on the side of admitting less, never more.
+//!
+//! # Over-admission
+//!
+//! Regions decide on what they hold, so requests decided before a merge reaches them may together
+//! exceed the limit: with `R` regions, at most `R · limit` can be admitted in one window when every
+//! region fills up before hearing of the others, and in general the excess is bounded by what was
+//! admitted in the other regions during the last merge delay (the one-way latency from a client to the
+//! slowest region). The sliding window carries that excess into the next window through its weighted
+//! previous window; the fixed window forgets it at the window's end. A client that has seen a merged
+//! state (its `pending` settled) is never admitted past the limit on that state. `make bench` measures
+//! the excess beside the peer's.
+//!
+//! Token buckets and GCRA keep a single mutable number per key, which no union can merge: they are
+//! refused here with [`Error::Unsupported`].
+
+mod flight;
+mod region;
+mod state;
+
+pub use state::{Ledger, Merge, Delta};
+
+use crate::algorithm::{Algorithm, Cost, MAX_COUNT};
+use crate::backend::Backend;
+use crate::clock::{Clock, SystemClock};
+use crate::decision::Decision;
+use crate::error::{Error, Result};
+use crate::maybe_send::BoxFuture;
+use crate::ratelimit::{
+    EphemeralCache, FailMode, Pending, Reason, Remaining, Response, DEFAULT_CACHE_SIZE,
+    DEFAULT_PREFIX,
+};
+use crate::redis::RedisBackend;
+use crate::transport::Transport;
+use flight::Flight;
+use region::{Decided, Plan};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where the dynamic limit of a prefix is stored in each region, as `@upstash/ratelimit`.
+const DYNAMIC_LIMIT_SUFFIX: &str = ":dynamic:global";
+
+/// A limit replicated over several Redis databases, one per region (see the module's documentation).
+pub struct MultiRegionRatelimit<T> {
+    regions: Vec<Arc<RedisBackend<T>>>,
+    algorithm: Algorithm,
+    prefix: String,
+    cache: Option<Arc<EphemeralCache>>,
+    limit_key: Option<String>,
+    fail_mode: FailMode,
+    clock: Arc<dyn Clock>,
+}
+
+/// What [`Flight`]s of a decision carry: a region's decision, or the end of a merge write.
+enum Event {
+    Decided(Result<Decided>),
+    Merged,
+}
+
+impl<T: Transport + 'static> MultiRegionRatelimit<T> {
+    /// A limit applying `algorithm` in every region of `regions` (at least one), with the default
+    /// prefix, an ephemeral cache of [`DEFAULT_CACHE_SIZE`] identifiers, failing open, on the system
+    /// clock. Fixed and sliding windows only.
+    pub fn new(regions: Vec<T>, algorithm: impl Into<Algorithm>) -> Result<Self> {
+        let algorithm = algorithm.into();
+        if state::windows(&algorithm).is_none() {
+            return Err(Error::Unsupported {
+                what: format!("the {} algorithm across regions", algorithm.name()),
+            });
+        }
+        if regions.is_empty() {
+            return Err(Error::InvalidParameter {
+                algorithm: "multi-region ratelimit",
+                name: "regions",
+                value: "[]".to_owned(),
+                reason: "must name at least one region",
+            });
+        }
+        Ok(Self {
+            regions: regions
+                .into_iter()
+                .map(|transport| Arc::new(RedisBackend::new(transport)))
+                .collect(),
+            algorithm,
+            prefix: DEFAULT_PREFIX.to_owned(),
+            cache: Some(Arc::new(EphemeralCache::new(DEFAULT_CACHE_SIZE))),
+            limit_key: None,
+            fail_mode: FailMode::Open,
+            clock: Arc::new(SystemClock),
+        })
+    }
+
+    /// The same limit with keys `<prefix>:<identifier>:<window>`.
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        let dynamic_limits = self.limit_key.is_some();
+        self.with_dynamic_limits(dynamic_limits)
+    }
+
+    /// The same limit with an ephemeral cache of up to `max_entries` blocked identifiers, or none.
+    pub fn with_ephemeral_cache(mut self, max_entries: Option<usize>) -> Self {
+        self.cache = max_entries.map(|max| Arc::new(EphemeralCache::new(max)));
+        self
+    }
+
+    /// The same limit sharing `cache` with the other limits given it.
+    pub fn with_shared_ephemeral_cache(mut self, cache: Arc<EphemeralCache>) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+
+    /// The same limit with dynamic limits on or off: when on, the limit stored under
+    /// `<prefix>:dynamic:global` in a region replaces the capacity there.
+    pub fn with_dynamic_limits(mut self, enabled: bool) -> Self {
+        self.limit_key = enabled.then(|| self.prefix.clone() + DYNAMIC_LIMIT_SUFFIX);
+        self
+    }
+
+    /// The same limit answering as `fail_mode` says when no region replies.
+    pub fn with_fail_mode(mut self, fail_mode: FailMode) -> Self {
+        self.fail_mode = fail_mode;
+        self
+    }
+
+    /// The same limit reading the time from `clock`.
+    pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// The algorithm applied.
+    pub fn algorithm(&self) -> Algorithm {
+        self.algorithm
+    }
+
+    /// How many regions the limit spans.
+    pub fn regions(&self) -> usize {
+        self.regions.len()
+    }
+
+    /// How many identifiers the ephemeral cache holds now.
+    pub fn cached_blocks(&self) -> usize {
+        self.cache.as_ref().map_or(0, |cache| cache.len())
+    }
+
+    /// Takes `rate` from `identifier`'s limit and awaits the synchronisation of the regions.
+    pub async fn limit(&self, identifier: &str, rate: f64) -> Result<Response> {
+        let (response, pending) = self.limit_with_pending(identifier, rate).await?;
+        pending.await;
+        Ok(response)
+    }
+
+    /// Takes `rate` from `identifier`'s limit (1 is one request; a negative rate refunds, zero peeks):
+    /// the answer of the first region to reply, and the [`Pending`] work that merges the regions,
+    /// which settles once every region that replied holds the union of their windows (it never fails).
+    ///
+    /// Bad input is an error; regions failing are not: when none replies, the fail mode answers, with
+    /// [`Reason::Timeout`] if they all timed out, else [`Reason::Error`].
+    pub async fn limit_with_pending(
+        &self,
+        identifier: &str,
+        rate: f64,
+    ) -> Result<(Response, Pending)> {
+        let key = self.key(identifier)?;
+        let cost = self.cost(rate)?;
+        let now = self.clock.now_micros();
+        let now_ms = now / 1_000;
+        if let Some(cache) = &self.cache {
+            if rate > 0.0 {
+                if let Some(block) = cache.blocked(&key, rate, now_ms) {
+                    let response = Response {
+                        success: false,
+                        limit: block.limit,
+                        remaining: 0.0,
+                        reset: block.until_ms,
+                        retry_after: Some(Duration::from_millis(block.until_ms - now_ms)),
+                        reason: Some(Reason::CacheBlock),
+                    };
+                    return Ok((response, Box::pin(std::future::ready(()))));
+                }
+            } else if rate < 0.0 {
+                cache.remove(&key);
+            }
+        }
+
+        let rule = self.algorithm;
+        let plan = Arc::new(Plan::new(&rule, &key, now).ok_or_else(|| Error::Unsupported {
+            what: format!("the {} algorithm across regions", rule.name()),
+        })?);
+        let id = request_id()?;
+        let mut flight = Flight::new();
+        for (index, region) in self.regions.iter().enumerate() {
+            let (region, plan, id) = (Arc::clone(region), Arc::clone(&plan), id.clone());
+            let limit_key = self.limit_key.clone();
+            flight.push(
+                index,
+                Box::pin(async move {
+                    let client = region.client();
+                    let decided = region::decide(
+                        client,
+                        &rule,
+                        &plan,
+                        now,
+                        &id,
+                        cost,
+                        limit_key.as_deref(),
+                    )
+                    .await;
+                    Event::Decided(decided)
+                }),
+            );
+        }
+
+        let mut sync = Merge::new(self.regions.len(), plan.keys.len());
+        let mut errors = Vec::new();
+        let mut writes = Vec::new();
+        let mut answer = None;
+        while let Some((index, event)) = flight.next().await {
+            match event {
+                Event::Decided(Ok(decided)) => {
+                    writes.extend(sync.heard(index, held(&decided, &id, cost)));
+                    answer = Some(decided);
+                    break;
+                }
+                Event::Decided(Err(error)) => errors.push(error),
+                Event::Merged => {}
+            }
+        }
+        let regions = self.regions.clone();
+        let (pending_id, pending_plan) = (id.clone(), Arc::clone(&plan));
+        let pending: Pending = Box::pin(async move {
+            let start = |flight: &mut Flight<Event>, writes: Vec<Delta>| {
+                for write in writes {
+                    let region = Arc::clone(&regions[write.region]);
+                    let plan = Arc::clone(&pending_plan);
+                    flight.push(
+                        write.region,
+                        Box::pin(async move {
+                            let key = &plan.keys[write.window];
+                            // A failed write is made good by the merges of later requests.
+                            let _ = region::merge(region.client(), key, plan.ttl_ms, &write.ledger)
+                                .await;
+                            Event::Merged
+                        }),
+                    );
+                }
+            };
+            start(&mut flight, writes);
+            while let Some((index, event)) = flight.next().await {
+                if let Event::Decided(Ok(decided)) = event {
+                    let due = sync.heard(index, held(&decided, &pending_id, cost));
+                    start(&mut flight, due);
+                }
+            }
+        });
+
+        let Some(decided) = answer else {
+            let response = self.fail_mode_response(&errors, now_ms);
+            return Ok((response, pending));
+        };
+        let decision = self.decision(&decided, &plan, cost)?;
+        if let (Some(cache), false, Some(retry_after)) =
+            (&self.cache, decision.allowed, decision.retry_after)
+        {
+            let until_ms = now_ms
+                .saturating_add(retry_after.as_millis() as u64)
+                .min(decision.reset.max(now_ms));
+            if until_ms > now_ms && rate > 0.0 {
+                cache.insert(key, rate, until_ms, decision.limit, now_ms);
+            }
+        }
+        Ok((response(decision), pending))
+    }
+
+    /// Calls [`MultiRegionRatelimit::limit_with_pending`] until `identifier` is admitted, sleeping with
+    /// `sleep` in between, for at most `timeout`; returns as soon as waiting cannot help. The pending
+    /// work of every call is returned together.
+    pub async fn block_until_ready<S, F>(
+        &self,
+        identifier: &str,
+        rate: f64,
+        timeout: Duration,
+        sleep: S,
+    ) -> Result<(Response, Pending)>
+    where
+        S: Fn(Duration) -> F,
+        F: Future<Output = ()>,
+    {
+        let deadline = self.clock.now_micros() + timeout.as_micros() as u64;
+        let mut pendings = Vec::new();
+        let response = loop {
+            let (response, pending) = self.limit_with_pending(identifier, rate).await?;
+            pendings.push(pending);
+            let Some(wait) = response.retry_after.filter(|_| !response.success) else {
+                break response;
+            };
+            let wait = wait.max(Duration::from_millis(1));
+            if self.clock.now_micros() + wait.as_micros() as u64 > deadline {
+                break response;
+            }
+            sleep(wait).await;
+        };
+        let pending: Pending = Box::pin(async move {
+            for pending in pendings {
+                pending.await;
+            }
+        });
+        Ok((response, pending))
+    }
+
+    /// What `identifier` could take now, as the first region to reply sees it; an error when no
+    /// region replies.
+    pub async fn get_remaining(&self, identifier: &str) -> Result<Remaining> {
+        let key = self.key(identifier)?;
+        let response = self.first_decision(&key, Cost::PEEK).await?;
+        Ok(Remaining {
+            remaining: response.remaining,
+            reset: response.reset,
+            limit: response.limit,
+        })
+    }
+
+    /// Forgets everything used by `identifier` in every region, awaiting them all; the first region's
+    /// error if any failed.
+    pub async fn reset_used_tokens(&self, identifier: &str) -> Result<()> {
+        let key = self.key(identifier)?;
+        if let Some(cache) = &self.cache {
+            cache.remove(&key);
+        }
+        let now = self.clock.now_micros();
+        let window = Plan::new(&self.algorithm, &key, now).map_or(0, |plan| plan.window);
+        // The windows a decision around now may use: two back for a sliding window, one ahead for a
+        // clock a little in advance.
+        let keys: Arc<[String]> = (window.saturating_sub(2)..=window + 1)
+            .map(|window| format!("{key}:{window}"))
+            .collect();
+        self.in_every_region(|region| {
+            let keys = Arc::clone(&keys);
+            Box::pin(async move { region::delete(region.client(), &keys).await })
+        })
+        .await
+    }
+
+    /// Stores `limit` as the dynamic limit of this prefix in every region, or removes it for `None`;
+    /// the first region's error if any failed. Needs [`MultiRegionRatelimit::with_dynamic_limits`].
+    pub async fn set_dynamic_limit(&self, limit: Option<u64>) -> Result<()> {
+        let key: Arc<str> = self.enabled_limit_key()?.into();
+        if let Some(limit) = limit {
+            self.algorithm.with_capacity(limit)?;
+        }
+        self.in_every_region(|region| {
+            let key = Arc::clone(&key);
+            Box::pin(async move { region.set_dynamic_limit(&key, limit).await })
+        })
+        .await
+    }
+
+    /// The dynamic limit of this prefix as the first region to reply holds it. Needs
+    /// [`MultiRegionRatelimit::with_dynamic_limits`].
+    pub async fn dynamic_limit(&self) -> Result<Option<u64>> {
+        let key: Arc<str> = self.enabled_limit_key()?.into();
+        let mut flight = Flight::new();
+        for (index, region) in self.regions.iter().enumerate() {
+            let (region, key) = (Arc::clone(region), Arc::clone(&key));
+            flight.push(
+                index,
+                Box::pin(async move { region.dynamic_limit(&key).await }),
+            );
+        }
+        first_ok(&mut flight).await
+    }
+
+    /// The decision of the first region to reply on `key` for `cost`, with its pending merge not run.
+    async fn first_decision(&self, key: &str, cost: Cost) -> Result<Response> {
+        let now = self.clock.now_micros();
+        let rule = self.algorithm;
+        let plan = Arc::new(Plan::new(&rule, key, now).ok_or_else(|| Error::Unsupported {
+            what: format!("the {} algorithm across regions", rule.name()),
+        })?);
+        let id = request_id()?;
+        let mut flight = Flight::new();
+        for (index, region) in self.regions.iter().enumerate() {
+            let (region, plan, id) = (Arc::clone(region), Arc::clone(&plan), id.clone());
+            let limit_key = self.limit_key.clone();
+            flight.push(
+                index,
+                Box::pin(async move {
+                    region::decide(
+                        region.client(),
+                        &rule,
+                        &plan,
+                        now,
+                        &id,
+                        cost,
+                        limit_key.as_deref(),
+                    )
+                    .await
+                }),
+            );
+        }
+        let decided = first_ok(&mut flight).await?;
+        let decision = self.decision(&decided, &plan, cost)?;
+        Ok(response(decision))
+    }
+
+    /// Runs `operation` in every region at once and awaits them all: the first error, if any.
+    async fn in_every_region(
+        &self,
+        operation: impl Fn(Arc<RedisBackend<T>>) -> BoxFuture<'static, Result<()>>,
+    ) -> Result<()> {
+        let mut flight = Flight::new();
+        for (index, region) in self.regions.iter().enumerate() {
+            flight.push(index, operation(Arc::clone(region)));
+        }
+        let mut failure = None;
+        while let Some((_, result)) = flight.next().await {
+            if let Err(error) = result {
+                failure.get_or_insert(error);
+            }
+        }
+        failure.map_or(Ok(()), Err)
+    }
+
+    /// The pure algorithm's decision on what a region held, checked against the region's own.
+    fn decision(&self, decided: &Decided, plan: &Plan, cost: Cost) -> Result<Decision> {
+        let rule = if decided.limit == self.algorithm.capacity() {
+            self.algorithm
+        } else {
+            self.algorithm
+                .with_capacity(decided.limit)
+                .map_err(|error| Error::Redis {
+                    message: format!("the dynamic limit {} does not fit: {error}", decided.limit),
+                })?
+        };
+        let found = state::window_state(&rule, plan.window, &decided.ledgers);
+        let decision = rule.apply(found.as_ref(), decided.now, cost).decision;
+        if decision.allowed != decided.allowed {
+            return Err(Error::MalformedReply {
+                message: format!(
+                    "a region {} a request the {} algorithm {}",
+                    if decided.allowed { "admitted" } else { "denied" },
+                    rule.name(),
+                    if decision.allowed { "admits" } else { "denies" },
+                ),
+            });
+        }
+        Ok(decision)
+    }
+
+    fn fail_mode_response(&self, errors: &[Error], now_ms: u64) -> Response {
+        let timed_out = errors
+            .iter()
+            .all(|error| matches!(error, Error::Timeout { .. }));
+        Response {
+            success: self.fail_mode == FailMode::Open,
+            limit: self.algorithm.capacity(),
+            remaining: 0.0,
+            reset: now_ms,
+            retry_after: None,
+            reason: Some(if timed_out && !errors.is_empty() {
+                Reason::Timeout
+            } else {
+                Reason::Error
+            }),
+        }
+    }
+
+    fn enabled_limit_key(&self) -> Result<&str> {
+        self.limit_key.as_deref().ok_or_else(|| Error::Unsupported {
+            what: "dynamic limits are not enabled for this limit".to_owned(),
+        })
+    }
+
+    fn key(&self, identifier: &str) -> Result<String> {
+        if identifier.is_empty() {
+            return Err(Error::InvalidParameter {
+                algorithm: "ratelimit",
+                name: "identifier",
+                value: "\"\"".to_owned(),
+                reason: "must not be empty",
+            });
+        }
+        Ok([self.prefix.as_str(), ":", identifier].concat())
+    }
+
+    fn cost(&self, rate: f64) -> Result<Cost> {
+        if rate.is_finite() && rate.abs() > MAX_COUNT as f64 {
+            return Err(Error::InvalidCost {
+                algorithm: self.algorithm.name(),
+                cost: rate,
+                reason: "must be at most 2^53 - 1 in size",
+            });
+        }
+        self.algorithm.cost(rate)
+    }
+}
+
+/// What a region holds after deciding: its windows as read, plus the request if it admitted it.
+fn held(decided: &Decided, id: &str, cost: Cost) -> Vec<Ledger> {
+    let mut ledgers = decided.ledgers.clone();
+    if decided.allowed && !cost.is_peek() {
+        if let Some(current) = ledgers.first_mut() {
+            current.insert(id, cost.get());
+        }
+    }
+    ledgers
+}
+
+/// The first success of `flight`, or its first error when everything failed.
+async fn first_ok<V>(flight: &mut Flight<Result<V>>) -> Result<V> {
+    let mut failure = None;
+    while let Some((_, result)) = flight.next().await {
+        match result {
+            Ok(value) => return Ok(value),
+            Err(error) => {
+                failure.get_or_insert(error);
+            }
+        }
+    }
+    Err(failure.unwrap_or(Error::Unsupported {
+        what: "a limit without regions".to_owned(),
+    }))
+}
+
+/// A request id: 16 random bytes from the platform (`crypto.getRandomValues` on wasm), in hex.
+fn request_id() -> Result<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|error| Error::Unsupported {
+        what: format!("randomness for request ids: {error}"),
+    })?;
+    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+/// The answer a region's decision gives.
+fn response(decision: Decision) -> Response {
+    Response {
+        success: decision.allowed,
+        limit: decision.limit,
+        remaining: decision.remaining.max(0.0),
+        reset: decision.reset,
+        retry_after: decision.retry_after,
+        reason: None,
+    }
+}

@@ -1,0 +1,157 @@
+//! One region's Redis: the decision script, the merge script and deletes, with the decoding of their
+//! replies into [`Ledger`]s.
+
+use super::state::Ledger;
+use crate::algorithm::{Algorithm, Cost};
+use crate::error::{Error, Result};
+use crate::redis::{Reply, RestClient, MULTI_MERGE, MULTI_WINDOW};
+use crate::transport::Transport;
+
+/// Where a decision at one time reads and writes: the window hashes (`<key>:<window>`, the current
+/// one first) with the TTL a new hash gets, as `@upstash/ratelimit`'s `MultiRegionRatelimit` keeps them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// The index of the current window.
+    pub window: u64,
+    /// The window's length in milliseconds.
+    pub window_ms: u64,
+    /// The window hashes, the current one first.
+    pub keys: Vec<String>,
+    /// The TTL of a new hash, in milliseconds.
+    pub ttl_ms: u64,
+}
+
+impl Plan {
+    /// The plan of `rule` on `key` at `now` (µs); `None` for the algorithms that are not windows.
+    pub fn new(rule: &Algorithm, key: &str, now: u64) -> Option<Self> {
+        let (window, window_ms, windows, ttl_ms) = match rule {
+            Algorithm::FixedWindow(rule) => {
+                (rule.window_index(now), rule.window_ms(), 1, rule.window_ms())
+            }
+            Algorithm::SlidingWindow(rule) => (
+                rule.window_index(now),
+                rule.window_ms(),
+                2,
+                rule.window_ms() * 2 + 1_000,
+            ),
+            Algorithm::TokenBucket(_) | Algorithm::Gcra(_) => return None,
+        };
+        let keys = (0..windows)
+            .map(|back| format!("{key}:{}", window.saturating_sub(back)))
+            .collect();
+        Some(Self {
+            window,
+            window_ms,
+            keys,
+            ttl_ms,
+        })
+    }
+}
+
+/// A region's answer to a decision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decided {
+    /// Whether the region admitted the request (and recorded it).
+    pub allowed: bool,
+    /// The time of the decision (µs).
+    pub now: u64,
+    /// The limit applied (the dynamic limit when one is set there).
+    pub limit: u64,
+    /// The windows as they were before the request, the current one first.
+    pub ledgers: Vec<Ledger>,
+}
+
+/// Runs the decision of `cost` under `rule` as `plan` lays it out in one region: the request is
+/// recorded under `id` if the region admits it. With `limit_key`, the dynamic limit stored there
+/// replaces the capacity.
+pub async fn decide<T: Transport>(
+    client: &RestClient<T>,
+    rule: &Algorithm,
+    plan: &Plan,
+    now: u64,
+    id: &str,
+    cost: Cost,
+    limit_key: Option<&str>,
+) -> Result<Decided> {
+    let mut keys = plan.keys.clone();
+    if let Some(limit_key) = limit_key {
+        keys.push(limit_key.to_owned());
+    }
+    let args = [
+        now.to_string(),
+        plan.window_ms.to_string(),
+        rule.capacity().to_string(),
+        crate::number::decimal(cost.get()),
+        id.to_owned(),
+        if limit_key.is_some() { "1" } else { "0" }.to_owned(),
+        plan.ttl_ms.to_string(),
+    ];
+    let reply = MULTI_WINDOW.run(client, &keys, &args).await?;
+    let fields = reply.as_array().unwrap_or_default();
+    let number = |index: usize| fields.get(index).and_then(Reply::as_u64);
+    let (Some(allowed @ 0..=1), Some(now), Some(limit)) = (number(0), number(1), number(2)) else {
+        return Err(malformed(format!("the multi window script returned {reply}")));
+    };
+    let ledgers = (0..plan.keys.len())
+        .map(|window| ledger(fields.get(3 + window)))
+        .collect::<Result<_>>()?;
+    Ok(Decided {
+        allowed: allowed == 1,
+        now,
+        limit,
+        ledgers,
+    })
+}
+
+/// Merges `ledger` into the hash `key` of one region, giving it `ttl_ms` if it has no expiry.
+pub async fn merge<T: Transport>(
+    client: &RestClient<T>,
+    key: &str,
+    ttl_ms: u64,
+    ledger: &Ledger,
+) -> Result<()> {
+    let mut args = Vec::with_capacity(1 + 2 * ledger.len());
+    args.push(ttl_ms.to_string());
+    for (id, cost) in ledger.iter() {
+        args.push(id.to_owned());
+        args.push(crate::number::decimal(cost));
+    }
+    MULTI_MERGE
+        .run(client, &[key.to_owned()], &args)
+        .await
+        .map(drop)
+}
+
+/// Deletes `keys` in one region.
+pub async fn delete<T: Transport>(client: &RestClient<T>, keys: &[String]) -> Result<()> {
+    let mut command = vec!["DEL"];
+    command.extend(keys.iter().map(String::as_str));
+    client.command(&command).await.map(drop)
+}
+
+/// A hash as HGETALL returns it (`[id, cost, id, cost, ...]`) as a ledger; a cost that is no number
+/// (never written by either library) counts as 0, as the script counts it.
+fn ledger(fields: Option<&Reply>) -> Result<Ledger> {
+    let Some(fields) = fields.and_then(Reply::as_array) else {
+        return Err(malformed(format!(
+            "a window's fields are not an array: {}",
+            fields.map_or("nothing".to_owned(), Reply::to_string)
+        )));
+    };
+    let mut ledger = Ledger::new();
+    for pair in fields.chunks(2) {
+        let (Some(id), Some(cost)) = (
+            pair.first().and_then(Reply::as_str),
+            pair.get(1).and_then(Reply::as_str),
+        ) else {
+            return Err(malformed(format!("a window field is not text: {pair:?}")));
+        };
+        let cost = cost.trim().parse::<f64>().ok().filter(|cost| cost.is_finite());
+        ledger.insert(id, cost.unwrap_or(0.0));
+    }
+    Ok(ledger)
+}
+
+fn malformed(message: String) -> Error {
+    Error::MalformedReply { message }
+}
