@@ -33,7 +33,8 @@ impl Drop for TempDir {
 impl Regions {
     fn start(count: usize) -> Self {
         let servers: Vec<Redis> = (0..count).map(|_| Redis::start()).collect();
-        let dir = std::env::temp_dir().join(format!("edgelimit-regions-{}", test_support::free_port()));
+        let dir =
+            std::env::temp_dir().join(format!("edgelimit-regions-{}", test_support::free_port()));
         std::fs::create_dir_all(&dir).unwrap();
         let tokens: String = servers
             .iter()
@@ -178,12 +179,24 @@ async fn after_pending_every_region_holds_the_same_ids_each_with_its_own_cost() 
             .map(|(_, cost)| cost.as_str())
             .collect();
         costs.sort_unstable();
-        assert_eq!(costs, ["1", "1", "1", "2", "3"], "each id keeps its own cost");
+        assert_eq!(
+            costs,
+            ["1", "1", "1", "2", "3"],
+            "each id keeps its own cost"
+        );
         for index in 0..3 {
-            let ttl = regions.command(index, &["PTTL", &key]).await.as_i64().unwrap();
+            let ttl = regions
+                .command(index, &["PTTL", &key])
+                .await
+                .as_i64()
+                .unwrap();
             assert!(ttl > 0, "region {index} has a TTL on {key}: {ttl}");
         }
-        let remaining = regions.limit(rule).get_remaining(&identifier).await.unwrap();
+        let remaining = regions
+            .limit(rule)
+            .get_remaining(&identifier)
+            .await
+            .unwrap();
         assert_eq!(remaining.remaining, 20.0 - 13.0);
     }
 }
@@ -207,7 +220,11 @@ async fn a_full_region_is_merged_too_and_remaining_never_goes_negative() {
     assert_eq!(response.remaining, 0.0);
     let hashes = regions.converged("mr:full:*").await;
     let ids: Vec<&String> = hashes[&key].keys().collect();
-    assert_eq!(ids, ["a", "b", "c", "d", "e", "f"], "full regions are merged");
+    assert_eq!(
+        ids,
+        ["a", "b", "c", "d", "e", "f"],
+        "full regions are merged"
+    );
     let denied = limiter.limit("full", 1.0).await.unwrap();
     assert!(!denied.success);
     assert_eq!(denied.remaining, 0.0);
@@ -221,7 +238,10 @@ async fn a_region_down_delays_nothing_and_is_brought_up_to_date_when_it_returns(
     regions.servers[1].stop();
     for _ in 0..4 {
         let response = limiter.limit("down", 1.0).await.unwrap();
-        assert!(response.success && response.reason.is_none(), "{response:?}");
+        assert!(
+            response.success && response.reason.is_none(),
+            "{response:?}"
+        );
     }
     let before = regions.converged_over(&[0, 2], "mr:down:*").await;
     assert_eq!(before.values().map(BTreeMap::len).sum::<usize>(), 4);
@@ -295,7 +315,10 @@ async fn reset_clears_every_region_and_dynamic_limits_reach_them_all() {
         }
         assert_eq!(limiter.dynamic_limit().await.unwrap(), Some(2));
         let response = limiter.limit("r", 1.0).await.unwrap();
-        assert_eq!((response.success, response.limit, response.remaining), (true, 2, 0.0));
+        assert_eq!(
+            (response.success, response.limit, response.remaining),
+            (true, 2, 0.0)
+        );
         assert!(!limiter.limit("r", 1.0).await.unwrap().success);
         limiter.set_dynamic_limit(None).await.unwrap();
         assert_eq!(limiter.dynamic_limit().await.unwrap(), None);

@@ -41,19 +41,17 @@ mod flight;
 mod region;
 mod state;
 
-pub use state::{Ledger, Merge, Delta};
+pub use state::{Delta, Ledger, Merge};
 
 use crate::algorithm::{Algorithm, Cost, MAX_COUNT};
-use crate::backend::Backend;
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
-use crate::error::{Error, Result};
-use crate::maybe_send::BoxFuture;
+use crate::error::{quote, Error, Result};
 use crate::ratelimit::{
     EphemeralCache, FailMode, Pending, Reason, Remaining, Response, DEFAULT_CACHE_SIZE,
     DEFAULT_PREFIX,
 };
-use crate::redis::RedisBackend;
+use crate::redis::{Reply, RestClient};
 use crate::transport::Transport;
 use flight::Flight;
 use region::{Decided, Plan};
@@ -66,7 +64,7 @@ const DYNAMIC_LIMIT_SUFFIX: &str = ":dynamic:global";
 
 /// A limit replicated over several Redis databases, one per region (see the module's documentation).
 pub struct MultiRegionRatelimit<T> {
-    regions: Vec<Arc<RedisBackend<T>>>,
+    regions: Vec<Arc<RestClient<T>>>,
     algorithm: Algorithm,
     prefix: String,
     cache: Option<Arc<EphemeralCache>>,
@@ -75,10 +73,10 @@ pub struct MultiRegionRatelimit<T> {
     clock: Arc<dyn Clock>,
 }
 
-/// What [`Flight`]s of a decision carry: a region's decision, or the end of a merge write.
+/// What a region answered: a decision, or a plain command's reply (merges, deletes, dynamic limits).
 enum Event {
     Decided(Result<Decided>),
-    Merged,
+    Replied(Result<Reply>),
 }
 
 impl<T: Transport + 'static> MultiRegionRatelimit<T> {
@@ -88,9 +86,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
     pub fn new(regions: Vec<T>, algorithm: impl Into<Algorithm>) -> Result<Self> {
         let algorithm = algorithm.into();
         if state::windows(&algorithm).is_none() {
-            return Err(Error::Unsupported {
-                what: format!("the {} algorithm across regions", algorithm.name()),
-            });
+            return Err(unsupported(&algorithm));
         }
         if regions.is_empty() {
             return Err(Error::InvalidParameter {
@@ -103,7 +99,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
         Ok(Self {
             regions: regions
                 .into_iter()
-                .map(|transport| Arc::new(RedisBackend::new(transport)))
+                .map(|transport| Arc::new(RestClient::new(transport)))
                 .collect(),
             algorithm,
             prefix: DEFAULT_PREFIX.to_owned(),
@@ -206,83 +202,13 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
                 cache.remove(&key);
             }
         }
-
-        let rule = self.algorithm;
-        let plan = Arc::new(Plan::new(&rule, &key, now).ok_or_else(|| Error::Unsupported {
-            what: format!("the {} algorithm across regions", rule.name()),
-        })?);
-        let id = request_id()?;
-        let mut flight = Flight::new();
-        for (index, region) in self.regions.iter().enumerate() {
-            let (region, plan, id) = (Arc::clone(region), Arc::clone(&plan), id.clone());
-            let limit_key = self.limit_key.clone();
-            flight.push(
-                index,
-                Box::pin(async move {
-                    let client = region.client();
-                    let decided = region::decide(
-                        client,
-                        &rule,
-                        &plan,
-                        now,
-                        &id,
-                        cost,
-                        limit_key.as_deref(),
-                    )
-                    .await;
-                    Event::Decided(decided)
-                }),
-            );
-        }
-
-        let mut sync = Merge::new(self.regions.len(), plan.keys.len());
-        let mut errors = Vec::new();
-        let mut writes = Vec::new();
-        let mut answer = None;
-        while let Some((index, event)) = flight.next().await {
-            match event {
-                Event::Decided(Ok(decided)) => {
-                    writes.extend(sync.heard(index, held(&decided, &id, cost)));
-                    answer = Some(decided);
-                    break;
-                }
-                Event::Decided(Err(error)) => errors.push(error),
-                Event::Merged => {}
+        let (decision, pending) = match self.decide(&key, cost, now).await {
+            Ok(decided) => decided,
+            Err(error) => {
+                let response = self.fail_mode_response(&error, now_ms);
+                return Ok((response, Box::pin(std::future::ready(()))));
             }
-        }
-        let regions = self.regions.clone();
-        let (pending_id, pending_plan) = (id.clone(), Arc::clone(&plan));
-        let pending: Pending = Box::pin(async move {
-            let start = |flight: &mut Flight<Event>, writes: Vec<Delta>| {
-                for write in writes {
-                    let region = Arc::clone(&regions[write.region]);
-                    let plan = Arc::clone(&pending_plan);
-                    flight.push(
-                        write.region,
-                        Box::pin(async move {
-                            let key = &plan.keys[write.window];
-                            // A failed write is made good by the merges of later requests.
-                            let _ = region::merge(region.client(), key, plan.ttl_ms, &write.ledger)
-                                .await;
-                            Event::Merged
-                        }),
-                    );
-                }
-            };
-            start(&mut flight, writes);
-            while let Some((index, event)) = flight.next().await {
-                if let Event::Decided(Ok(decided)) = event {
-                    let due = sync.heard(index, held(&decided, &pending_id, cost));
-                    start(&mut flight, due);
-                }
-            }
-        });
-
-        let Some(decided) = answer else {
-            let response = self.fail_mode_response(&errors, now_ms);
-            return Ok((response, pending));
         };
-        let decision = self.decision(&decided, &plan, cost)?;
         if let (Some(cache), false, Some(retry_after)) =
             (&self.cache, decision.allowed, decision.retry_after)
         {
@@ -332,20 +258,22 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
         Ok((response, pending))
     }
 
-    /// What `identifier` could take now, as the first region to reply sees it; an error when no
-    /// region replies.
+    /// What `identifier` could take now, as the first region to reply sees it (its merge with the
+    /// others left undone); an error when no region replies.
     pub async fn get_remaining(&self, identifier: &str) -> Result<Remaining> {
         let key = self.key(identifier)?;
-        let response = self.first_decision(&key, Cost::PEEK).await?;
+        let (decision, _) = self
+            .decide(&key, Cost::PEEK, self.clock.now_micros())
+            .await?;
         Ok(Remaining {
-            remaining: response.remaining,
-            reset: response.reset,
-            limit: response.limit,
+            remaining: decision.remaining.max(0.0),
+            reset: decision.reset,
+            limit: decision.limit,
         })
     }
 
-    /// Forgets everything used by `identifier` in every region, awaiting them all; the first region's
-    /// error if any failed.
+    /// Forgets everything used by `identifier` in every region, awaiting them all; the first error
+    /// if any region failed.
     pub async fn reset_used_tokens(&self, identifier: &str) -> Result<()> {
         let key = self.key(identifier)?;
         if let Some(cache) = &self.cache {
@@ -355,94 +283,145 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
         let window = Plan::new(&self.algorithm, &key, now).map_or(0, |plan| plan.window);
         // The windows a decision around now may use: two back for a sliding window, one ahead for a
         // clock a little in advance.
-        let keys: Arc<[String]> = (window.saturating_sub(2)..=window + 1)
-            .map(|window| format!("{key}:{window}"))
-            .collect();
-        self.in_every_region(|region| {
-            let keys = Arc::clone(&keys);
-            Box::pin(async move { region::delete(region.client(), &keys).await })
-        })
-        .await
+        let mut command = vec!["DEL".to_owned()];
+        command.extend(
+            (window.saturating_sub(2)..=window + 1).map(|window| format!("{key}:{window}")),
+        );
+        self.everywhere(command, false).await.map(drop)
     }
 
     /// Stores `limit` as the dynamic limit of this prefix in every region, or removes it for `None`;
-    /// the first region's error if any failed. Needs [`MultiRegionRatelimit::with_dynamic_limits`].
+    /// the first error if any region failed. Needs [`MultiRegionRatelimit::with_dynamic_limits`].
     pub async fn set_dynamic_limit(&self, limit: Option<u64>) -> Result<()> {
-        let key: Arc<str> = self.enabled_limit_key()?.into();
-        if let Some(limit) = limit {
-            self.algorithm.with_capacity(limit)?;
-        }
-        self.in_every_region(|region| {
-            let key = Arc::clone(&key);
-            Box::pin(async move { region.set_dynamic_limit(&key, limit).await })
-        })
-        .await
+        let key = self.enabled_limit_key()?.to_owned();
+        let command = match limit {
+            Some(limit) => {
+                self.algorithm.with_capacity(limit)?;
+                vec!["SET".to_owned(), key, limit.to_string()]
+            }
+            None => vec!["DEL".to_owned(), key],
+        };
+        self.everywhere(command, false).await.map(drop)
     }
 
     /// The dynamic limit of this prefix as the first region to reply holds it. Needs
     /// [`MultiRegionRatelimit::with_dynamic_limits`].
     pub async fn dynamic_limit(&self) -> Result<Option<u64>> {
-        let key: Arc<str> = self.enabled_limit_key()?.into();
-        let mut flight = Flight::new();
-        for (index, region) in self.regions.iter().enumerate() {
-            let (region, key) = (Arc::clone(region), Arc::clone(&key));
-            flight.push(
-                index,
-                Box::pin(async move { region.dynamic_limit(&key).await }),
-            );
+        let key = self.enabled_limit_key()?;
+        let reply = self
+            .everywhere(vec!["GET".to_owned(), key.to_owned()], true)
+            .await?;
+        match &reply {
+            Reply::Nil => Ok(None),
+            Reply::Text(text) => match text.parse::<u64>() {
+                Ok(limit) => Ok(Some(limit)),
+                Err(_) => Err(Error::MalformedReply {
+                    message: format!(
+                        "the dynamic limit in {key} is not a whole number from 0: {}",
+                        quote(text)
+                    ),
+                }),
+            },
+            _ => Err(Error::MalformedReply {
+                message: format!("GET {key} returned {reply}"),
+            }),
         }
-        first_ok(&mut flight).await
     }
 
-    /// The decision of the first region to reply on `key` for `cost`, with its pending merge not run.
-    async fn first_decision(&self, key: &str, cost: Cost) -> Result<Response> {
-        let now = self.clock.now_micros();
+    /// Decides `cost` on `key` at `now` in every region at once: the decision of the first region to
+    /// reply, checked by the pure algorithm, and the [`Pending`] merge; the errors' verdict when no
+    /// region replies (a timeout if they all timed out, else the first error).
+    async fn decide(&self, key: &str, cost: Cost, now: u64) -> Result<(Decision, Pending)> {
         let rule = self.algorithm;
-        let plan = Arc::new(Plan::new(&rule, key, now).ok_or_else(|| Error::Unsupported {
-            what: format!("the {} algorithm across regions", rule.name()),
-        })?);
-        let id = request_id()?;
+        let plan = Arc::new(Plan::new(&rule, key, now).ok_or_else(|| unsupported(&rule))?);
+        let id: Arc<str> = request_id()?.into();
         let mut flight = Flight::new();
         for (index, region) in self.regions.iter().enumerate() {
-            let (region, plan, id) = (Arc::clone(region), Arc::clone(&plan), id.clone());
+            let (region, plan, id) = (Arc::clone(region), Arc::clone(&plan), Arc::clone(&id));
             let limit_key = self.limit_key.clone();
             flight.push(
                 index,
                 Box::pin(async move {
-                    region::decide(
-                        region.client(),
-                        &rule,
-                        &plan,
-                        now,
-                        &id,
-                        cost,
-                        limit_key.as_deref(),
-                    )
-                    .await
+                    let decided =
+                        region::decide(&region, &rule, &plan, now, &id, cost, limit_key.as_deref())
+                            .await;
+                    Event::Decided(decided)
                 }),
             );
         }
-        let decided = first_ok(&mut flight).await?;
-        let decision = self.decision(&decided, &plan, cost)?;
-        Ok(response(decision))
-    }
 
-    /// Runs `operation` in every region at once and awaits them all: the first error, if any.
-    async fn in_every_region(
-        &self,
-        operation: impl Fn(Arc<RedisBackend<T>>) -> BoxFuture<'static, Result<()>>,
-    ) -> Result<()> {
-        let mut flight = Flight::new();
-        for (index, region) in self.regions.iter().enumerate() {
-            flight.push(index, operation(Arc::clone(region)));
-        }
-        let mut failure = None;
-        while let Some((_, result)) = flight.next().await {
-            if let Err(error) = result {
-                failure.get_or_insert(error);
+        let mut merge = Merge::new(self.regions.len(), plan.keys.len());
+        let mut failure: Option<Error> = None;
+        let mut answer = None;
+        while let Some((index, event)) = flight.next().await {
+            match event {
+                Event::Decided(Ok(decided)) => {
+                    let due = merge.heard(index, held(&decided, &id, cost));
+                    self.start_writes(&mut flight, &plan, due);
+                    answer = Some(decided);
+                    break;
+                }
+                Event::Decided(Err(error)) => failure = Some(worse(failure, error)),
+                Event::Replied(_) => {}
             }
         }
-        failure.map_or(Ok(()), Err)
+        let Some(decided) = answer else {
+            return Err(failure.unwrap_or_else(|| unsupported(&rule)));
+        };
+        let decision = self.decision(&decided, &plan, cost)?;
+        let regions = self.regions.clone();
+        let pending: Pending = Box::pin(async move {
+            while let Some((index, event)) = flight.next().await {
+                if let Event::Decided(Ok(decided)) = event {
+                    let due = merge.heard(index, held(&decided, &id, cost));
+                    for delta in due {
+                        push_write(&mut flight, &regions, &plan, delta);
+                    }
+                }
+            }
+        });
+        Ok((decision, pending))
+    }
+
+    /// Starts the merge writes `due`, in `flight`.
+    fn start_writes(&self, flight: &mut Flight<Event>, plan: &Arc<Plan>, due: Vec<Delta>) {
+        for delta in due {
+            push_write(flight, &self.regions, plan, delta);
+        }
+    }
+
+    /// Runs `command` in every region at once: with `first`, the first success (or the first error
+    /// if every region failed); without, once all have replied, the first error if any failed.
+    async fn everywhere(&self, command: Vec<String>, first: bool) -> Result<Reply> {
+        let command: Arc<[String]> = command.into();
+        let mut flight = Flight::new();
+        for (index, region) in self.regions.iter().enumerate() {
+            let (region, command) = (Arc::clone(region), Arc::clone(&command));
+            flight.push(
+                index,
+                Box::pin(async move {
+                    let command: Vec<&str> = command.iter().map(String::as_str).collect();
+                    Event::Replied(region.command(&command).await)
+                }),
+            );
+        }
+        let mut failure = None;
+        let mut success = None;
+        while let Some((_, event)) = flight.next().await {
+            match event {
+                Event::Replied(Ok(reply)) if first => return Ok(reply),
+                Event::Replied(Ok(reply)) => success = Some(reply),
+                Event::Replied(Err(error)) => {
+                    failure.get_or_insert(error);
+                }
+                Event::Decided(_) => {}
+            }
+        }
+        match (failure, success) {
+            (Some(error), _) => Err(error),
+            (None, Some(reply)) => Ok(reply),
+            (None, None) => Err(unsupported(&self.algorithm)),
+        }
     }
 
     /// The pure algorithm's decision on what a region held, checked against the region's own.
@@ -462,7 +441,11 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
             return Err(Error::MalformedReply {
                 message: format!(
                     "a region {} a request the {} algorithm {}",
-                    if decided.allowed { "admitted" } else { "denied" },
+                    if decided.allowed {
+                        "admitted"
+                    } else {
+                        "denied"
+                    },
                     rule.name(),
                     if decision.allowed { "admits" } else { "denies" },
                 ),
@@ -471,20 +454,16 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
         Ok(decision)
     }
 
-    fn fail_mode_response(&self, errors: &[Error], now_ms: u64) -> Response {
-        let timed_out = errors
-            .iter()
-            .all(|error| matches!(error, Error::Timeout { .. }));
+    fn fail_mode_response(&self, error: &Error, now_ms: u64) -> Response {
         Response {
             success: self.fail_mode == FailMode::Open,
             limit: self.algorithm.capacity(),
             remaining: 0.0,
             reset: now_ms,
             retry_after: None,
-            reason: Some(if timed_out && !errors.is_empty() {
-                Reason::Timeout
-            } else {
-                Reason::Error
+            reason: Some(match error {
+                Error::Timeout { .. } => Reason::Timeout,
+                _ => Reason::Error,
             }),
         }
     }
@@ -519,6 +498,36 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
     }
 }
 
+/// Starts the merge write `delta` in `flight`; a failed write is made good by later requests' merges.
+fn push_write<T: Transport + 'static>(
+    flight: &mut Flight<Event>,
+    regions: &[Arc<RestClient<T>>],
+    plan: &Arc<Plan>,
+    delta: Delta,
+) {
+    let Some(region) = regions.get(delta.region) else {
+        return;
+    };
+    let (region, plan) = (Arc::clone(region), Arc::clone(plan));
+    flight.push(
+        delta.region,
+        Box::pin(async move {
+            let Some(key) = plan.keys.get(delta.window) else {
+                return Event::Replied(Ok(Reply::Nil));
+            };
+            Event::Replied(region::merge(&region, key, plan.ttl_ms, &delta.ledger).await)
+        }),
+    );
+}
+
+/// The error that decides the fail mode's reason: a timeout only if every region timed out.
+fn worse(failure: Option<Error>, error: Error) -> Error {
+    match failure {
+        Some(Error::Timeout { .. }) | None => error,
+        Some(failure) => failure,
+    }
+}
+
 /// What a region holds after deciding: its windows as read, plus the request if it admitted it.
 fn held(decided: &Decided, id: &str, cost: Cost) -> Vec<Ledger> {
     let mut ledgers = decided.ledgers.clone();
@@ -530,29 +539,26 @@ fn held(decided: &Decided, id: &str, cost: Cost) -> Vec<Ledger> {
     ledgers
 }
 
-/// The first success of `flight`, or its first error when everything failed.
-async fn first_ok<V>(flight: &mut Flight<Result<V>>) -> Result<V> {
-    let mut failure = None;
-    while let Some((_, result)) = flight.next().await {
-        match result {
-            Ok(value) => return Ok(value),
-            Err(error) => {
-                failure.get_or_insert(error);
-            }
-        }
+/// The error for an algorithm this limit cannot replicate.
+fn unsupported(rule: &Algorithm) -> Error {
+    Error::Unsupported {
+        what: format!("the {} algorithm across regions", rule.name()),
     }
-    Err(failure.unwrap_or(Error::Unsupported {
-        what: "a limit without regions".to_owned(),
-    }))
 }
 
 /// A request id: 16 random bytes from the platform (`crypto.getRandomValues` on wasm), in hex.
 fn request_id() -> Result<String> {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).map_err(|error| Error::Unsupported {
-        what: format!("randomness for request ids: {error}"),
+    getrandom::fill(&mut bytes).map_err(|_| Error::Unsupported {
+        what: "randomness for request ids (getrandom failed)".to_owned(),
     })?;
-    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+    let mut id = String::with_capacity(32);
+    for byte in bytes {
+        id.push(char::from(HEX[usize::from(byte >> 4)]));
+        id.push(char::from(HEX[usize::from(byte & 15)]));
+    }
+    Ok(id)
 }
 
 /// The answer a region's decision gives.

@@ -4,7 +4,7 @@
 use super::state::Ledger;
 use crate::algorithm::{Algorithm, Cost};
 use crate::error::{Error, Result};
-use crate::redis::{Reply, RestClient, MULTI_MERGE, MULTI_WINDOW};
+use crate::redis::{number_in, Reply, RestClient, MULTI_MERGE, MULTI_WINDOW};
 use crate::transport::Transport;
 
 /// Where a decision at one time reads and writes: the window hashes (`<key>:<window>`, the current
@@ -25,9 +25,12 @@ impl Plan {
     /// The plan of `rule` on `key` at `now` (µs); `None` for the algorithms that are not windows.
     pub fn new(rule: &Algorithm, key: &str, now: u64) -> Option<Self> {
         let (window, window_ms, windows, ttl_ms) = match rule {
-            Algorithm::FixedWindow(rule) => {
-                (rule.window_index(now), rule.window_ms(), 1, rule.window_ms())
-            }
+            Algorithm::FixedWindow(rule) => (
+                rule.window_index(now),
+                rule.window_ms(),
+                1,
+                rule.window_ms(),
+            ),
             Algorithm::SlidingWindow(rule) => (
                 rule.window_index(now),
                 rule.window_ms(),
@@ -90,7 +93,9 @@ pub async fn decide<T: Transport>(
     let fields = reply.as_array().unwrap_or_default();
     let number = |index: usize| fields.get(index).and_then(Reply::as_u64);
     let (Some(allowed @ 0..=1), Some(now), Some(limit)) = (number(0), number(1), number(2)) else {
-        return Err(malformed(format!("the multi window script returned {reply}")));
+        return Err(malformed(format!(
+            "the multi window script returned {reply}"
+        )));
     };
     let ledgers = (0..plan.keys.len())
         .map(|window| ledger(fields.get(3 + window)))
@@ -103,30 +108,21 @@ pub async fn decide<T: Transport>(
     })
 }
 
-/// Merges `ledger` into the hash `key` of one region, giving it `ttl_ms` if it has no expiry.
+/// Merges `ledger` into the hash `key` of one region, giving it `ttl_ms` if it has no expiry; the
+/// reply is how many ids were written.
 pub async fn merge<T: Transport>(
     client: &RestClient<T>,
     key: &str,
     ttl_ms: u64,
     ledger: &Ledger,
-) -> Result<()> {
+) -> Result<Reply> {
     let mut args = Vec::with_capacity(1 + 2 * ledger.len());
     args.push(ttl_ms.to_string());
     for (id, cost) in ledger.iter() {
         args.push(id.to_owned());
         args.push(crate::number::decimal(cost));
     }
-    MULTI_MERGE
-        .run(client, &[key.to_owned()], &args)
-        .await
-        .map(drop)
-}
-
-/// Deletes `keys` in one region.
-pub async fn delete<T: Transport>(client: &RestClient<T>, keys: &[String]) -> Result<()> {
-    let mut command = vec!["DEL"];
-    command.extend(keys.iter().map(String::as_str));
-    client.command(&command).await.map(drop)
+    MULTI_MERGE.run(client, &[key.to_owned()], &args).await
 }
 
 /// A hash as HGETALL returns it (`[id, cost, id, cost, ...]`) as a ledger; a cost that is no number
@@ -144,9 +140,13 @@ fn ledger(fields: Option<&Reply>) -> Result<Ledger> {
             pair.first().and_then(Reply::as_str),
             pair.get(1).and_then(Reply::as_str),
         ) else {
-            return Err(malformed(format!("a window field is not text: {pair:?}")));
+            let found = pair.iter().map(Reply::to_string).collect::<Vec<_>>();
+            return Err(malformed(format!(
+                "a window field is not text: {}",
+                found.join(", ")
+            )));
         };
-        let cost = cost.trim().parse::<f64>().ok().filter(|cost| cost.is_finite());
+        let cost = number_in(cost.trim()).filter(|cost| cost.is_finite());
         ledger.insert(id, cost.unwrap_or(0.0));
     }
     Ok(ledger)

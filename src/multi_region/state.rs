@@ -3,7 +3,6 @@
 //! own state read from a region's ledgers ([`window_state`]).
 
 use crate::algorithm::{Algorithm, FixedWindowState, SlidingWindowState, State};
-use std::collections::BTreeMap;
 
 /// The requests admitted in one window (one Redis hash, `request id -> cost`), a grow-only map.
 ///
@@ -13,7 +12,8 @@ use std::collections::BTreeMap;
 /// requests never share one and each keeps its own cost.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Ledger {
-    costs: BTreeMap<String, f64>,
+    /// The requests, sorted by id (a sorted vector: less code in the package than a tree map).
+    costs: Vec<(String, f64)>,
 }
 
 impl Ledger {
@@ -24,41 +24,50 @@ impl Ledger {
 
     /// Merges in one request: `id` at `cost` (the larger cost if `id` is already there).
     pub fn insert(&mut self, id: &str, cost: f64) {
-        match self.costs.get_mut(id) {
-            Some(stored) => *stored = stored.max(cost),
-            None => {
-                self.costs.insert(id.to_owned(), cost);
+        match self.find(id) {
+            Ok(index) => {
+                let stored = &mut self.costs[index].1;
+                *stored = stored.max(cost);
             }
+            Err(index) => self.costs.insert(index, (id.to_owned(), cost)),
         }
     }
 
     /// Merges in every request of `other`.
     pub fn merge(&mut self, other: &Ledger) {
-        for (id, &cost) in &other.costs {
+        for (id, cost) in other.iter() {
             self.insert(id, cost);
         }
     }
 
     /// What the window has used: the sum of the costs (refunds are negative), never below 0.
     pub fn total(&self) -> f64 {
-        self.costs.values().sum::<f64>().max(0.0)
+        self.costs
+            .iter()
+            .map(|(_, cost)| cost)
+            .sum::<f64>()
+            .max(0.0)
     }
 
     /// The requests of this ledger that merging it would change in `other`: those `other` lacks or
     /// holds at a smaller cost.
     pub fn missing_from(&self, other: &Ledger) -> Ledger {
         let costs = self
-            .costs
             .iter()
-            .filter(|&(id, &cost)| other.costs.get(id).is_none_or(|&held| held < cost))
-            .map(|(id, &cost)| (id.clone(), cost))
+            .filter(|&(id, cost)| other.cost(id).is_none_or(|held| held < cost))
+            .map(|(id, cost)| (id.to_owned(), cost))
             .collect();
         Ledger { costs }
     }
 
+    /// The cost of `id`, if the ledger holds it.
+    pub fn cost(&self, id: &str) -> Option<f64> {
+        self.find(id).ok().map(|index| self.costs[index].1)
+    }
+
     /// The requests, by id.
     pub fn iter(&self) -> impl Iterator<Item = (&str, f64)> {
-        self.costs.iter().map(|(id, &cost)| (id.as_str(), cost))
+        self.costs.iter().map(|(id, cost)| (id.as_str(), *cost))
     }
 
     /// How many requests it holds.
@@ -69,6 +78,11 @@ impl Ledger {
     /// Whether it holds none.
     pub fn is_empty(&self) -> bool {
         self.costs.is_empty()
+    }
+
+    fn find(&self, id: &str) -> Result<usize, usize> {
+        self.costs
+            .binary_search_by(|(stored, _)| stored.as_str().cmp(id))
     }
 }
 
