@@ -9,7 +9,7 @@ use edgelimit::algorithm::Algorithm;
 use edgelimit::ratelimit::{FailMode, Reason};
 use edgelimit::redis::RestClient;
 use edgelimit::transport::HttpTransport;
-use edgelimit::{FixedWindow, ManualClock, MultiRegionRatelimit, SlidingWindow, TokenBucket};
+use edgelimit::{FixedWindow, Gcra, ManualClock, MultiRegionRatelimit, SlidingWindow, TokenBucket};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use support::Redis;
@@ -345,7 +345,118 @@ async fn the_ephemeral_cache_can_be_turned_off_and_bad_input_is_an_error() {
     assert!(uncached.limit("", 1.0).await.is_err());
     assert!(uncached.limit("c", 0.5).await.is_err());
     assert!(uncached.limit("c", f64::NAN).await.is_err());
-    let bucket = TokenBucket::new(1, Duration::from_secs(1), 5).unwrap();
-    assert!(MultiRegionRatelimit::new(regions.transports(), bucket).is_err());
     assert!(MultiRegionRatelimit::<HttpTransport>::new(Vec::new(), rule).is_err());
+}
+
+fn buckets() -> Vec<Algorithm> {
+    vec![
+        TokenBucket::new(2, Duration::from_millis(300), 5)
+            .unwrap()
+            .into(),
+        Gcra::new(4, Duration::from_secs(1), 3).unwrap().into(),
+    ]
+}
+
+#[tokio::test]
+async fn buckets_in_sync_decide_as_the_single_region_algorithm() {
+    let regions = Regions::start(3);
+    for rule in buckets() {
+        let clock = ManualClock::from_millis(NOW_MS);
+        let limiter = regions
+            .limit(rule)
+            .with_ephemeral_cache(None)
+            .with_clock(clock.clone());
+        let mut single = None;
+        // Costs in quarters, refunds among them; steps across several epochs.
+        let steps = [
+            (0, 1.0),
+            (1, 1.0),
+            (1, 2.5),
+            (10, 1.0),
+            (50, 3.0),
+            (120, -1.0),
+            (5, 1.0),
+            (400, 1.0),
+            (1, 1.0),
+            (1, 1.0),
+            (1, 1.0),
+            (900, 2.0),
+            (2_000, 6.0),
+            (3, 0.25),
+        ];
+        for (advance_ms, cost) in steps {
+            clock.advance(Duration::from_millis(advance_ms));
+            let at = clock_micros(&clock);
+            let expected = rule.acquire(single.as_ref(), at, cost).unwrap();
+            single = Some(expected.state);
+            let response = limiter.limit("b", cost).await.unwrap();
+            assert_eq!(response.reason, None, "{rule:?} at {at}: {response:?}");
+            assert_eq!(
+                (response.success, response.remaining),
+                (
+                    expected.decision.allowed,
+                    expected.decision.remaining.max(0.0)
+                ),
+                "{rule:?} at {at}, cost {cost}"
+            );
+        }
+        let hashes = regions.converged("mr:b:bucket:*").await;
+        assert!(!hashes.is_empty());
+        limiter.reset_used_tokens("b").await.unwrap();
+        let remaining = limiter.get_remaining("b").await.unwrap();
+        assert_eq!(remaining.remaining, rule.capacity() as f64, "{rule:?}");
+    }
+}
+
+#[tokio::test]
+async fn buckets_converge_and_repay_what_regions_admitted_together() {
+    let regions = Regions::start(2);
+    for (round, rule) in buckets().into_iter().enumerate() {
+        let id = format!("c{round}");
+        let clock = ManualClock::from_millis(NOW_MS);
+        // Each client reaches one region only: they admit without hearing of each other.
+        let alone: Vec<_> = (0..2)
+            .map(|index| {
+                MultiRegionRatelimit::new(vec![regions.transport(index)], rule)
+                    .unwrap()
+                    .with_prefix("mr")
+                    .with_ephemeral_cache(None)
+                    .with_clock(clock.clone())
+            })
+            .collect();
+        let capacity = rule.capacity();
+        for limiter in &alone {
+            for _ in 0..capacity {
+                assert!(limiter.limit(&id, 1.0).await.unwrap().success);
+            }
+        }
+        // A client of both merges them: both regions now hold twice the capacity, a debt.
+        let both = regions
+            .limit(rule)
+            .with_ephemeral_cache(None)
+            .with_clock(clock.clone());
+        let (denied, pending) = both.limit_with_pending(&id, 1.0).await.unwrap();
+        pending.await;
+        assert!(!denied.success && denied.remaining == 0.0, "{denied:?}");
+        let hashes = regions
+            .converged_over(&[0, 1], &format!("mr:{id}:bucket:*"))
+            .await;
+        let requests: usize = hashes
+            .values()
+            .map(|hash| hash.keys().filter(|field| field.contains(':')).count())
+            .sum();
+        assert_eq!(requests, 2 * capacity as usize);
+        // The debt is waited out: half the time a bucket takes to refill, and one region's client is
+        // still denied, though a bucket without the debt would have refilled by then.
+        let refill = Duration::from_millis(edgelimit::multi_region::epoch_ms(&rule));
+        clock.advance(refill / 2);
+        assert!(!alone[0].limit(&id, 1.0).await.unwrap().success, "{rule:?}");
+        clock.advance(refill * 2);
+        assert!(alone[0].limit(&id, 1.0).await.unwrap().success, "{rule:?}");
+    }
+}
+
+fn clock_micros(clock: &ManualClock) -> u64 {
+    use edgelimit::Clock;
+    clock.now_micros()
 }

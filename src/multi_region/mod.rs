@@ -41,7 +41,7 @@ mod flight;
 mod region;
 mod state;
 
-pub use state::{Delta, Ledger, Merge};
+pub use state::{derived, epoch_ms, field, Delta, Ledger, Merge};
 
 use crate::algorithm::{Algorithm, Cost, MAX_COUNT};
 use crate::clock::{Clock, SystemClock};
@@ -82,12 +82,9 @@ enum Event {
 impl<T: Transport + 'static> MultiRegionRatelimit<T> {
     /// A limit applying `algorithm` in every region of `regions` (at least one), with the default
     /// prefix, an ephemeral cache of [`DEFAULT_CACHE_SIZE`] identifiers, failing open, on the system
-    /// clock. Fixed and sliding windows only.
+    /// clock.
     pub fn new(regions: Vec<T>, algorithm: impl Into<Algorithm>) -> Result<Self> {
         let algorithm = algorithm.into();
-        if state::windows(&algorithm).is_none() {
-            return Err(unsupported(&algorithm));
-        }
         if regions.is_empty() {
             return Err(Error::InvalidParameter {
                 algorithm: "multi-region ratelimit",
@@ -279,14 +276,9 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
         if let Some(cache) = &self.cache {
             cache.remove(&key);
         }
-        let now = self.clock.now_micros();
-        let window = Plan::new(&self.algorithm, &key, now).map_or(0, |plan| plan.window);
-        // The windows a decision around now may use: two back for a sliding window, one ahead for a
-        // clock a little in advance.
+        let plan = Plan::new(&self.algorithm, &key, self.clock.now_micros());
         let mut command = vec!["DEL".to_owned()];
-        command.extend(
-            (window.saturating_sub(2)..=window + 1).map(|window| format!("{key}:{window}")),
-        );
+        command.extend(plan.around());
         self.everywhere(command, false).await.map(drop)
     }
 
@@ -333,8 +325,8 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
     /// region replies (a timeout if they all timed out, else the first error).
     async fn decide(&self, key: &str, cost: Cost, now: u64) -> Result<(Decision, Pending)> {
         let rule = self.algorithm;
-        let plan = Arc::new(Plan::new(&rule, key, now).ok_or_else(|| unsupported(&rule))?);
-        let id: Arc<str> = request_id()?.into();
+        let plan = Arc::new(Plan::new(&rule, key, now));
+        let id: Arc<str> = state::field(&rule, now, &request_id()?).into();
         let mut flight = Flight::new();
         for (index, region) in self.regions.iter().enumerate() {
             let (region, plan, id) = (Arc::clone(region), Arc::clone(&plan), Arc::clone(&id));
@@ -366,7 +358,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
             }
         }
         let Some(decided) = answer else {
-            return Err(failure.unwrap_or_else(|| unsupported(&rule)));
+            return Err(failure.unwrap_or_else(no_region));
         };
         let decision = self.decision(&decided, &plan, cost)?;
         let regions = self.regions.clone();
@@ -420,7 +412,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
         match (failure, success) {
             (Some(error), _) => Err(error),
             (None, Some(reply)) => Ok(reply),
-            (None, None) => Err(unsupported(&self.algorithm)),
+            (None, None) => Err(no_region()),
         }
     }
 
@@ -435,7 +427,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
                     message: format!("the dynamic limit {} does not fit: {error}", decided.limit),
                 })?
         };
-        let found = state::window_state(&rule, plan.window, &decided.ledgers);
+        let found = state::derived(&rule, plan.window, &decided.ledgers);
         let decision = rule.apply(found.as_ref(), decided.now, cost).decision;
         if decision.allowed != decided.allowed {
             return Err(Error::MalformedReply {
@@ -539,10 +531,10 @@ fn held(decided: &Decided, id: &str, cost: Cost) -> Vec<Ledger> {
     ledgers
 }
 
-/// The error for an algorithm this limit cannot replicate.
-fn unsupported(rule: &Algorithm) -> Error {
+/// The error of a limit without regions, which [`MultiRegionRatelimit::new`] refuses.
+fn no_region() -> Error {
     Error::Unsupported {
-        what: format!("the {} algorithm across regions", rule.name()),
+        what: "a limit without regions".to_owned(),
     }
 }
 

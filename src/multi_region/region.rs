@@ -1,53 +1,68 @@
 //! One region's Redis: the decision script, the merge script and deletes, with the decoding of their
 //! replies into [`Ledger`]s.
 
-use super::state::Ledger;
-use crate::algorithm::{Algorithm, Cost};
+use super::state::{self, Ledger};
+use crate::algorithm::{Algorithm, Cost, Policy};
 use crate::error::{Error, Result};
-use crate::redis::{number_in, Reply, RestClient, MULTI_MERGE, MULTI_WINDOW};
+use crate::redis::{number_in, Reply, RestClient, MULTI_BUCKET, MULTI_MERGE, MULTI_WINDOW};
 use crate::transport::Transport;
 
-/// Where a decision at one time reads and writes: the window hashes (`<key>:<window>`, the current
-/// one first) with the TTL a new hash gets, as `@upstash/ratelimit`'s `MultiRegionRatelimit` keeps them.
+/// Where a decision at one time reads and writes: the hashes of the current window or epoch and the one
+/// before (`<key>:<window>` for the windows, as `@upstash/ratelimit`'s `MultiRegionRatelimit` keeps
+/// them; `<key>:bucket:<epoch>` for the token bucket and GCRA), with the TTL a new hash gets.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
-    /// The index of the current window.
+    /// The index of the current window or epoch.
     pub window: u64,
-    /// The window's length in milliseconds.
-    pub window_ms: u64,
-    /// The window hashes, the current one first.
+    /// The length of a window or epoch, in milliseconds.
+    pub length_ms: u64,
+    /// The hashes, the current one first.
     pub keys: Vec<String>,
     /// The TTL of a new hash, in milliseconds.
     pub ttl_ms: u64,
+    /// What every hash's key starts with, before the window's index.
+    stem: String,
 }
 
 impl Plan {
-    /// The plan of `rule` on `key` at `now` (µs); `None` for the algorithms that are not windows.
-    pub fn new(rule: &Algorithm, key: &str, now: u64) -> Option<Self> {
-        let (window, window_ms, windows, ttl_ms) = match rule {
-            Algorithm::FixedWindow(rule) => (
-                rule.window_index(now),
-                rule.window_ms(),
-                1,
-                rule.window_ms(),
-            ),
+    /// The plan of `rule` on `key` at `now` (µs).
+    pub fn new(rule: &Algorithm, key: &str, now: u64) -> Self {
+        let (stem, length_ms, ttl_ms) = match rule {
+            Algorithm::FixedWindow(rule) => (format!("{key}:"), rule.window_ms(), rule.window_ms()),
             Algorithm::SlidingWindow(rule) => (
-                rule.window_index(now),
+                format!("{key}:"),
                 rule.window_ms(),
-                2,
                 rule.window_ms() * 2 + 1_000,
             ),
-            Algorithm::TokenBucket(_) | Algorithm::Gcra(_) => return None,
+            Algorithm::TokenBucket(_) | Algorithm::Gcra(_) => {
+                let epoch_ms = state::epoch_ms(rule);
+                (format!("{key}:bucket:"), epoch_ms, epoch_ms * 2 + 1_000)
+            }
+        };
+        let window = now / 1_000 / length_ms;
+        let windows = if matches!(rule, Algorithm::FixedWindow(_)) {
+            1
+        } else {
+            2
         };
         let keys = (0..windows)
-            .map(|back| format!("{key}:{}", window.saturating_sub(back)))
+            .map(|back| format!("{stem}{}", window.saturating_sub(back)))
             .collect();
-        Some(Self {
+        Self {
             window,
-            window_ms,
+            length_ms,
             keys,
             ttl_ms,
-        })
+            stem,
+        }
+    }
+
+    /// The keys a decision around now may use, for a reset: two back, one ahead for a clock a little
+    /// in advance.
+    pub fn around(&self) -> Vec<String> {
+        (self.window.saturating_sub(2)..=self.window + 1)
+            .map(|window| format!("{}{window}", self.stem))
+            .collect()
     }
 }
 
@@ -65,14 +80,14 @@ pub struct Decided {
 }
 
 /// Runs the decision of `cost` under `rule` as `plan` lays it out in one region: the request is
-/// recorded under `id` if the region admits it. With `limit_key`, the dynamic limit stored there
-/// replaces the capacity.
+/// recorded as `field` (see [`state::field`]) if the region admits it. With `limit_key`, the dynamic
+/// limit stored there replaces the capacity.
 pub async fn decide<T: Transport>(
     client: &RestClient<T>,
     rule: &Algorithm,
     plan: &Plan,
     now: u64,
-    id: &str,
+    field: &str,
     cost: Cost,
     limit_key: Option<&str>,
 ) -> Result<Decided> {
@@ -80,21 +95,58 @@ pub async fn decide<T: Transport>(
     if let Some(limit_key) = limit_key {
         keys.push(limit_key.to_owned());
     }
-    let args = [
-        now.to_string(),
-        plan.window_ms.to_string(),
-        rule.capacity().to_string(),
-        crate::number::decimal(cost.get()),
-        id.to_owned(),
-        if limit_key.is_some() { "1" } else { "0" }.to_owned(),
-        plan.ttl_ms.to_string(),
-    ];
-    let reply = MULTI_WINDOW.run(client, &keys, &args).await?;
+    let dynamic = if limit_key.is_some() { "1" } else { "0" }.to_owned();
+    let cost = crate::number::decimal(cost.get());
+    let bucket = |kind: &str, [a, b, c]: [u64; 3]| {
+        let (a, b, c) = (a.to_string(), b.to_string(), c.to_string());
+        let ttl = plan.ttl_ms.to_string();
+        let args = [
+            &now.to_string(),
+            kind,
+            &a,
+            &b,
+            &c,
+            &dynamic,
+            &cost,
+            field,
+            &ttl,
+        ];
+        (&MULTI_BUCKET, args.map(str::to_owned).to_vec())
+    };
+    let (script, args) = match rule {
+        Algorithm::FixedWindow(_) | Algorithm::SlidingWindow(_) => {
+            let (length, limit, ttl) = (
+                plan.length_ms.to_string(),
+                rule.capacity().to_string(),
+                plan.ttl_ms.to_string(),
+            );
+            let args = [
+                &now.to_string(),
+                &length,
+                &limit,
+                &cost,
+                field,
+                &dynamic,
+                &ttl,
+            ];
+            (&MULTI_WINDOW, args.map(str::to_owned).to_vec())
+        }
+        Algorithm::Gcra(rule) => bucket(
+            "gcra",
+            [rule.emission_interval(), rule.tolerance(), rule.capacity()],
+        ),
+        Algorithm::TokenBucket(rule) => bucket(
+            "tb",
+            [rule.capacity(), rule.interval_ms(), rule.refill_rate()],
+        ),
+    };
+    let reply = script.run(client, &keys, &args).await?;
     let fields = reply.as_array().unwrap_or_default();
     let number = |index: usize| fields.get(index).and_then(Reply::as_u64);
     let (Some(allowed @ 0..=1), Some(now), Some(limit)) = (number(0), number(1), number(2)) else {
         return Err(malformed(format!(
-            "the multi window script returned {reply}"
+            "the {} script returned {reply}",
+            script.name()
         )));
     };
     let ledgers = (0..plan.keys.len())

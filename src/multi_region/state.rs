@@ -2,7 +2,9 @@
 //! what each cost ([`Ledger`]); the merge of what the regions replied ([`Merge`]); and the algorithm's
 //! own state read from a region's ledgers ([`window_state`]).
 
-use crate::algorithm::{Algorithm, FixedWindowState, SlidingWindowState, State};
+use crate::algorithm::{
+    Algorithm, FixedWindowState, GcraState, Policy, SlidingWindowState, State, TokenBucketState,
+};
 
 /// The requests admitted in one window (one Redis hash, `request id -> cost`), a grow-only map.
 ///
@@ -151,20 +153,50 @@ impl Merge {
     }
 }
 
-/// How many windows `rule` reads: the current one, and the previous one for a sliding window; `None`
-/// for the algorithms that are not windows.
-pub fn windows(rule: &Algorithm) -> Option<usize> {
+/// The length of a token bucket's or GCRA's epoch, in milliseconds: the time a bucket takes to go from
+/// empty to full, so that a request older than the previous epoch no longer matters (but through the
+/// previous epoch's base); for the windows, the window.
+pub fn epoch_ms(rule: &Algorithm) -> u64 {
     match rule {
-        Algorithm::FixedWindow(_) => Some(1),
-        Algorithm::SlidingWindow(_) => Some(2),
-        Algorithm::TokenBucket(_) | Algorithm::Gcra(_) => None,
+        Algorithm::FixedWindow(rule) => rule.window_ms(),
+        Algorithm::SlidingWindow(rule) => rule.window_ms(),
+        Algorithm::TokenBucket(rule) => {
+            rule.capacity().div_ceil(rule.refill_rate()).max(1) * rule.interval_ms()
+        }
+        Algorithm::Gcra(rule) => (rule.tolerance() + rule.emission_interval())
+            .div_ceil(1_000)
+            .max(1),
     }
 }
 
-/// The state the pure algorithm `rule` reads from a region's `ledgers` of window `window` (and the one
-/// before): the sums of their costs.
-pub fn window_state(rule: &Algorithm, window: u64, ledgers: &[Ledger]) -> Option<State> {
+/// The field recording request `id` made at `now` (µs): the id itself in a window's hash (as the peer
+/// writes it), `<now>:<id>` in a bucket's, whose replay needs the time.
+pub fn field(rule: &Algorithm, now: u64, id: &str) -> String {
+    match rule {
+        Algorithm::FixedWindow(_) | Algorithm::SlidingWindow(_) => id.to_owned(),
+        Algorithm::TokenBucket(_) | Algorithm::Gcra(_) => format!("{now}:{id}"),
+    }
+}
+
+/// The state the pure algorithm `rule` reads from a region's `ledgers` (the current window or epoch
+/// first) of window or epoch `window`: for the windows, the sums of their costs; for a token bucket or
+/// GCRA, the replay in time order (then id) of both epochs' requests from the state entering the
+/// previous epoch, each request consumed even past empty.
+pub fn derived(rule: &Algorithm, window: u64, ledgers: &[Ledger]) -> Option<State> {
     let total = |index: usize| ledgers.get(index).map_or(0.0, Ledger::total) as u64;
+    let base = |name: &str| ledgers.get(1).and_then(|ledger| ledger.cost(name));
+    let requests = || {
+        let mut requests: Vec<(u64, &str, f64)> = ledgers
+            .iter()
+            .flat_map(Ledger::iter)
+            .filter_map(|(name, cost)| {
+                let (at, id) = name.split_once(':')?;
+                Some((at.parse().ok()?, id, cost))
+            })
+            .collect();
+        requests.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
+        requests
+    };
     match rule {
         Algorithm::FixedWindow(_) => Some(
             FixedWindowState {
@@ -181,9 +213,40 @@ pub fn window_state(rule: &Algorithm, window: u64, ledgers: &[Ledger]) -> Option
             }
             .into(),
         ),
-        Algorithm::TokenBucket(_) | Algorithm::Gcra(_) => None,
+        Algorithm::Gcra(rule) => {
+            let entering = base(BASE).map(|tat| GcraState { tat: tat as u64 });
+            let state = requests()
+                .into_iter()
+                .fold(entering, |state, (at, _, cost)| {
+                    Some(rule.consume(state, at, cost))
+                });
+            state.map(State::from)
+        }
+        Algorithm::TokenBucket(rule) => {
+            let entering =
+                base(BASE)
+                    .zip(base(NEGATIVE_TOKENS))
+                    .map(|(at, negative)| TokenBucketState {
+                        refilled_at: at as u64,
+                        tokens: -negative,
+                    });
+            let state = requests()
+                .into_iter()
+                .fold(entering, |state, (at, _, cost)| {
+                    Some(rule.consume(state, at, cost))
+                });
+            state.map(State::from)
+        }
     }
 }
+
+/// The field of a bucket's hash holding the state entering its epoch: the TAT (µs) for GCRA, the
+/// time of the last refill (ms) for a token bucket. Merged, as every field, by keeping the larger:
+/// the later, which is the more cautious.
+const BASE: &str = "base";
+
+/// The field holding minus the tokens entering a token bucket's epoch (the larger, the fewer tokens).
+const NEGATIVE_TOKENS: &str = "-tokens";
 
 #[cfg(test)]
 mod tests {

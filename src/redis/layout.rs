@@ -29,16 +29,19 @@ static TOKEN_BUCKET: Script = script!("token bucket", "token_bucket.lua");
 static GCRA: Script = script!("gcra", "gcra.lua");
 /// The multi-region windows' decision (see [`crate::multi_region`]).
 pub(crate) static MULTI_WINDOW: Script = script!("multi window", "multi_window.lua");
+/// The multi-region token bucket and GCRA decision.
+pub(crate) static MULTI_BUCKET: Script = script!("multi bucket", "multi_bucket.lua");
 /// The multi-region merge of request ids into one region's hash.
 pub(crate) static MULTI_MERGE: Script = script!("multi merge", "multi_merge.lua");
 
 /// Every script the crate runs.
-pub static SCRIPTS: [&Script; 6] = [
+pub static SCRIPTS: [&Script; 7] = [
     &FIXED_WINDOW,
     &SLIDING_WINDOW,
     &TOKEN_BUCKET,
     &GCRA,
     &MULTI_WINDOW,
+    &MULTI_BUCKET,
     &MULTI_MERGE,
 ];
 
