@@ -190,8 +190,11 @@ export interface MultiRegionRatelimitConfig extends Omit<RatelimitConfig, "redis
    */
   redis: readonly (Redis | RedisConfig)[];
   /**
-   * `MultiRegionRatelimit.fixedWindow` or `slidingWindow` (or the same from `Ratelimit`): the state of
-   * `@upstash/ratelimit`'s `MultiRegionRatelimit`, so both can share the regions.
+   * `MultiRegionRatelimit.fixedWindow` or `slidingWindow` (the same from `Ratelimit`): the state of
+   * `@upstash/ratelimit`'s `MultiRegionRatelimit`, so both can share the regions; or
+   * `Ratelimit.tokenBucket` or `Ratelimit.gcra`, which the peer lacks: their requests are kept per
+   * epoch and replayed, so regions admitting together leave a debt that later requests wait out. Not
+   * `cachedFixedWindow`.
    */
   limiter: Limiter;
   /** How long to wait for each region, in whole milliseconds; `0` waits forever. Default `5000`. */

@@ -23,19 +23,39 @@
 //! A request that the answering region denied but a slower one admitted is merged everywhere: it is
 //! counted although it was denied. That errs on the side of admitting less, never more.
 //!
+//! # Token bucket and GCRA: timed requests per epoch, replayed
+//!
+//! A bucket's state is one number (GCRA's TAT) or two (the token bucket's level and last refill), which
+//! no union merges. Here the bucket is rebuilt from its requests: per epoch (the time a bucket takes to
+//! go from empty to full: `ceil(maxTokens / refillRate) · interval`, or `burst · T + T` for GCRA), the
+//! hash `<prefix>:<identifier>:bucket:<epoch>` maps `<time µs>:<request id>` to the cost, a ledger
+//! merged by union like the windows'. The state is the replay, in time order (then id), of the requests
+//! of the current and the previous epochs, starting from the state entering the previous epoch; each
+//! request is consumed even past empty (`Gcra::consume`, `TokenBucket::consume`), since merged
+//! requests may together exceed what a bucket holds. The state entering an epoch is written into its
+//! hash with the epoch's first admitted request (fields `base` and, for the token bucket, `-tokens`)
+//! and merged by keeping the larger value, the more cautious one. With regions in sync, the replay is
+//! the single-region algorithm exactly (a differential property test checks it); the debt left by
+//! requests that regions admitted together is waited out, so the excess of one period is taken from
+//! the next instead of being forgotten.
+//!
+//! Two limits of the design: a request merged into an epoch after the next epoch's base was written
+//! is not in that base (its effect lasts at most one epoch), and a dynamic limit larger than the
+//! configured capacity makes the epoch shorter than the bucket's refill time, so some of the oldest
+//! debt may be forgotten. Both can only admit more than a single region would by what other regions
+//! admitted within one merge delay.
+//!
 //! # Over-admission
 //!
 //! Regions decide on what they hold, so requests decided before a merge reaches them may together
-//! exceed the limit: with `R` regions, at most `R · limit` can be admitted in one window when every
-//! region fills up before hearing of the others, and in general the excess is bounded by what was
-//! admitted in the other regions during the last merge delay (the one-way latency from a client to the
-//! slowest region). The sliding window carries that excess into the next window through its weighted
-//! previous window; the fixed window forgets it at the window's end. A client that has seen a merged
-//! state (its `pending` settled) is never admitted past the limit on that state. `make bench` measures
-//! the excess beside the peer's.
-//!
-//! Token buckets and GCRA keep a single mutable number per key, which no union can merge: they are
-//! refused here with [`Error::Unsupported`].
+//! exceed the limit: with `R` regions, at most `R · limit` can be admitted in one window (or burst)
+//! when every region fills up before hearing of the others, and in general the excess is bounded by
+//! what was admitted in the other regions during the last merge delay (the one-way latency from a
+//! client to the slowest region, plus a round trip for the merge write). The sliding window carries
+//! that excess into the next window through its weighted previous window, and the buckets through
+//! their debt; the fixed window forgets it at the window's end. A client whose `pending` has settled
+//! has merged every reachable region, and no region then admits past the limit on that state.
+//! `make bench` measures the excess beside the peer's (section 6).
 
 mod flight;
 mod region;
@@ -47,6 +67,7 @@ use crate::algorithm::{Algorithm, Cost, MAX_COUNT};
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::{quote, Error, Result};
+use crate::maybe_send::BoxFuture;
 use crate::ratelimit::{
     EphemeralCache, FailMode, Pending, Reason, Remaining, Response, DEFAULT_CACHE_SIZE,
     DEFAULT_PREFIX,
@@ -173,50 +194,52 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
     ///
     /// Bad input is an error; regions failing are not: when none replies, the fail mode answers, with
     /// [`Reason::Timeout`] if they all timed out, else [`Reason::Error`].
-    pub async fn limit_with_pending(
-        &self,
-        identifier: &str,
+    pub fn limit_with_pending<'a>(
+        &'a self,
+        identifier: &'a str,
         rate: f64,
-    ) -> Result<(Response, Pending)> {
-        let key = self.key(identifier)?;
-        let cost = self.cost(rate)?;
-        let now = self.clock.now_micros();
-        let now_ms = now / 1_000;
-        if let Some(cache) = &self.cache {
-            if rate > 0.0 {
-                if let Some(block) = cache.blocked(&key, rate, now_ms) {
-                    let response = Response {
-                        success: false,
-                        limit: block.limit,
-                        remaining: 0.0,
-                        reset: block.until_ms,
-                        retry_after: Some(Duration::from_millis(block.until_ms - now_ms)),
-                        reason: Some(Reason::CacheBlock),
-                    };
-                    return Ok((response, Box::pin(std::future::ready(()))));
+    ) -> BoxFuture<'a, Result<(Response, Pending)>> {
+        Box::pin(async move {
+            let key = self.key(identifier)?;
+            let cost = self.cost(rate)?;
+            let now = self.clock.now_micros();
+            let now_ms = now / 1_000;
+            if let Some(cache) = &self.cache {
+                if rate > 0.0 {
+                    if let Some(block) = cache.blocked(&key, rate, now_ms) {
+                        let response = Response {
+                            success: false,
+                            limit: block.limit,
+                            remaining: 0.0,
+                            reset: block.until_ms,
+                            retry_after: Some(Duration::from_millis(block.until_ms - now_ms)),
+                            reason: Some(Reason::CacheBlock),
+                        };
+                        return Ok((response, settled()));
+                    }
+                } else if rate < 0.0 {
+                    cache.remove(&key);
                 }
-            } else if rate < 0.0 {
-                cache.remove(&key);
             }
-        }
-        let (decision, pending) = match self.decide(&key, cost, now).await {
-            Ok(decided) => decided,
-            Err(error) => {
-                let response = self.fail_mode_response(&error, now_ms);
-                return Ok((response, Box::pin(std::future::ready(()))));
+            let (decision, pending) = match self.decide(&key, cost, now).await {
+                Ok(decided) => decided,
+                Err(error) => {
+                    let response = self.fail_mode_response(&error, now_ms);
+                    return Ok((response, settled()));
+                }
+            };
+            if let (Some(cache), false, Some(retry_after)) =
+                (&self.cache, decision.allowed, decision.retry_after)
+            {
+                let until_ms = now_ms
+                    .saturating_add(retry_after.as_millis() as u64)
+                    .min(decision.reset.max(now_ms));
+                if until_ms > now_ms && rate > 0.0 {
+                    cache.insert(key, rate, until_ms, decision.limit, now_ms);
+                }
             }
-        };
-        if let (Some(cache), false, Some(retry_after)) =
-            (&self.cache, decision.allowed, decision.retry_after)
-        {
-            let until_ms = now_ms
-                .saturating_add(retry_after.as_millis() as u64)
-                .min(decision.reset.max(now_ms));
-            if until_ms > now_ms && rate > 0.0 {
-                cache.insert(key, rate, until_ms, decision.limit, now_ms);
-            }
-        }
-        Ok((response(decision), pending))
+            Ok((response(decision), pending))
+        })
     }
 
     /// Calls [`MultiRegionRatelimit::limit_with_pending`] until `identifier` is admitted, sleeping with
@@ -323,56 +346,70 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
     /// Decides `cost` on `key` at `now` in every region at once: the decision of the first region to
     /// reply, checked by the pure algorithm, and the [`Pending`] merge; the errors' verdict when no
     /// region replies (a timeout if they all timed out, else the first error).
-    async fn decide(&self, key: &str, cost: Cost, now: u64) -> Result<(Decision, Pending)> {
-        let rule = self.algorithm;
-        let plan = Arc::new(Plan::new(&rule, key, now));
-        let id: Arc<str> = state::field(&rule, now, &request_id()?).into();
-        let mut flight = Flight::new();
-        for (index, region) in self.regions.iter().enumerate() {
-            let (region, plan, id) = (Arc::clone(region), Arc::clone(&plan), Arc::clone(&id));
-            let limit_key = self.limit_key.clone();
-            flight.push(
-                index,
-                Box::pin(async move {
-                    let decided =
-                        region::decide(&region, &rule, &plan, now, &id, cost, limit_key.as_deref())
-                            .await;
-                    Event::Decided(decided)
-                }),
-            );
-        }
-
-        let mut merge = Merge::new(self.regions.len(), plan.keys.len());
-        let mut failure: Option<Error> = None;
-        let mut answer = None;
-        while let Some((index, event)) = flight.next().await {
-            match event {
-                Event::Decided(Ok(decided)) => {
-                    let due = merge.heard(index, held(&decided, &id, cost));
-                    self.start_writes(&mut flight, &plan, due);
-                    answer = Some(decided);
-                    break;
-                }
-                Event::Decided(Err(error)) => failure = Some(worse(failure, error)),
-                Event::Replied(_) => {}
+    fn decide<'a>(
+        &'a self,
+        key: &'a str,
+        cost: Cost,
+        now: u64,
+    ) -> BoxFuture<'a, Result<(Decision, Pending)>> {
+        Box::pin(async move {
+            let rule = self.algorithm;
+            let plan = Arc::new(Plan::new(&rule, key, now));
+            let id: Arc<str> = state::field(&rule, now, &request_id()?).into();
+            let mut flight = Flight::new();
+            for (index, region) in self.regions.iter().enumerate() {
+                let (region, plan, id) = (Arc::clone(region), Arc::clone(&plan), Arc::clone(&id));
+                let limit_key = self.limit_key.clone();
+                flight.push(
+                    index,
+                    Box::pin(async move {
+                        let decided = region::decide(
+                            &region,
+                            &rule,
+                            &plan,
+                            now,
+                            &id,
+                            cost,
+                            limit_key.as_deref(),
+                        )
+                        .await;
+                        Event::Decided(decided)
+                    }),
+                );
             }
-        }
-        let Some(decided) = answer else {
-            return Err(failure.unwrap_or_else(no_region));
-        };
-        let decision = self.decision(&decided, &plan, cost)?;
-        let regions = self.regions.clone();
-        let pending: Pending = Box::pin(async move {
+
+            let mut merge = Merge::new(self.regions.len(), plan.keys.len());
+            let mut failure: Option<Error> = None;
+            let mut answer = None;
             while let Some((index, event)) = flight.next().await {
-                if let Event::Decided(Ok(decided)) = event {
-                    let due = merge.heard(index, held(&decided, &id, cost));
-                    for delta in due {
-                        push_write(&mut flight, &regions, &plan, delta);
+                match event {
+                    Event::Decided(Ok(decided)) => {
+                        let due = merge.heard(index, held(&decided, &id, cost));
+                        self.start_writes(&mut flight, &plan, due);
+                        answer = Some(decided);
+                        break;
+                    }
+                    Event::Decided(Err(error)) => failure = Some(worse(failure, error)),
+                    Event::Replied(_) => {}
+                }
+            }
+            let Some(decided) = answer else {
+                return Err(failure.unwrap_or_else(no_region));
+            };
+            let decision = self.decision(&decided, &plan, cost)?;
+            let regions = self.regions.clone();
+            let pending: Pending = Box::pin(async move {
+                while let Some((index, event)) = flight.next().await {
+                    if let Event::Decided(Ok(decided)) = event {
+                        let due = merge.heard(index, held(&decided, &id, cost));
+                        for delta in due {
+                            push_write(&mut flight, &regions, &plan, delta);
+                        }
                     }
                 }
-            }
-        });
-        Ok((decision, pending))
+            });
+            Ok((decision, pending))
+        })
     }
 
     /// Starts the merge writes `due`, in `flight`.
@@ -384,36 +421,38 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
 
     /// Runs `command` in every region at once: with `first`, the first success (or the first error
     /// if every region failed); without, once all have replied, the first error if any failed.
-    async fn everywhere(&self, command: Vec<String>, first: bool) -> Result<Reply> {
-        let command: Arc<[String]> = command.into();
-        let mut flight = Flight::new();
-        for (index, region) in self.regions.iter().enumerate() {
-            let (region, command) = (Arc::clone(region), Arc::clone(&command));
-            flight.push(
-                index,
-                Box::pin(async move {
-                    let command: Vec<&str> = command.iter().map(String::as_str).collect();
-                    Event::Replied(region.command(&command).await)
-                }),
-            );
-        }
-        let mut failure = None;
-        let mut success = None;
-        while let Some((_, event)) = flight.next().await {
-            match event {
-                Event::Replied(Ok(reply)) if first => return Ok(reply),
-                Event::Replied(Ok(reply)) => success = Some(reply),
-                Event::Replied(Err(error)) => {
-                    failure.get_or_insert(error);
-                }
-                Event::Decided(_) => {}
+    fn everywhere(&self, command: Vec<String>, first: bool) -> BoxFuture<'_, Result<Reply>> {
+        Box::pin(async move {
+            let command: Arc<[String]> = command.into();
+            let mut flight = Flight::new();
+            for (index, region) in self.regions.iter().enumerate() {
+                let (region, command) = (Arc::clone(region), Arc::clone(&command));
+                flight.push(
+                    index,
+                    Box::pin(async move {
+                        let command: Vec<&str> = command.iter().map(String::as_str).collect();
+                        Event::Replied(region.command(&command).await)
+                    }),
+                );
             }
-        }
-        match (failure, success) {
-            (Some(error), _) => Err(error),
-            (None, Some(reply)) => Ok(reply),
-            (None, None) => Err(no_region()),
-        }
+            let mut failure = None;
+            let mut success = None;
+            while let Some((_, event)) = flight.next().await {
+                match event {
+                    Event::Replied(Ok(reply)) if first => return Ok(reply),
+                    Event::Replied(Ok(reply)) => success = Some(reply),
+                    Event::Replied(Err(error)) => {
+                        failure.get_or_insert(error);
+                    }
+                    Event::Decided(_) => {}
+                }
+            }
+            match (failure, success) {
+                (Some(error), _) => Err(error),
+                (None, Some(reply)) => Ok(reply),
+                (None, None) => Err(no_region()),
+            }
+        })
     }
 
     /// The pure algorithm's decision on what a region held, checked against the region's own.
@@ -529,6 +568,11 @@ fn held(decided: &Decided, id: &str, cost: Cost) -> Vec<Ledger> {
         }
     }
     ledgers
+}
+
+/// Pending work that is already done.
+fn settled() -> Pending {
+    Box::pin(std::future::ready(()))
 }
 
 /// The error of a limit without regions, which [`MultiRegionRatelimit::new`] refuses.

@@ -9,7 +9,6 @@ use super::promise::promise;
 use super::redis::RedisConfig;
 use super::sleep::sleep;
 use super::sys;
-use crate::algorithm::Algorithm;
 use crate::multi_region::MultiRegionRatelimit;
 use crate::ratelimit::Pending;
 use crate::transport::FetchTransport;
@@ -33,16 +32,11 @@ impl JsMultiRegionRatelimit {
         const CONTEXT: &str = "new MultiRegionRatelimit";
         let limiter = options::field(CONTEXT, "config", &config, false, "limiter")?;
         let (algorithm, cached) = limiter::read(CONTEXT, &limiter)?;
-        if cached
-            || !matches!(
-                algorithm,
-                Algorithm::FixedWindow(_) | Algorithm::SlidingWindow(_)
-            )
-        {
+        if cached {
             return Err(type_error(
                 CONTEXT,
                 "limiter",
-                "must be a fixedWindow or slidingWindow limiter across regions",
+                "must not be a cachedFixedWindow, which counts in one instance only",
                 &get(&limiter, "algorithm")?,
             ));
         }

@@ -59,7 +59,7 @@ const sum = (hash) => Object.values(hash).reduce((total, cost) => total + Number
 const ours = (fetches = []) => regions.tokens.map((token, i) => new Redis({ url: regions.url, token, fetch: fetches[i] }));
 
 test("after pending every region holds the same ids, each with its own cost", { skip: noGateway }, async () => {
-  for (const limiter of [MultiRegionRatelimit.fixedWindow(40, "1 h"), MultiRegionRatelimit.slidingWindow(40, "1 h")]) {
+  for (const limiter of [MultiRegionRatelimit.fixedWindow(40, "1 h"), MultiRegionRatelimit.slidingWindow(40, "1 h"), Ratelimit.tokenBucket(1, "1 h", 40), Ratelimit.gcra(40, "1 h")]) {
     const p = prefix();
     const clients = [0, 1, 2].map(() => new MultiRegionRatelimit({ redis: ours(), limiter, prefix: p, ephemeralCache: false }));
     const answers = await Promise.all(
@@ -219,7 +219,7 @@ test("bad redis and limiter options are TypeErrors naming them", () => {
   throwsNaming({ limiter }, /`redis` must be a non-empty array/);
   throwsNaming({ redis: [redis, 5], limiter }, /`redis\[1\]` must be a Redis or a \{ url, token \} object, got 5/);
   throwsNaming({ redis: [redis, { url: "http://x" }], limiter }, /\(redis\[1\]\): `token` must be a string/);
-  throwsNaming({ redis: [redis], limiter: Ratelimit.tokenBucket(1, "1 s", 5) }, /`limiter` must be a fixedWindow or slidingWindow limiter/);
-  throwsNaming({ redis: [redis], limiter: Ratelimit.cachedFixedWindow(5, "1 s") }, /`limiter`/);
+  throwsNaming({ redis: [redis], limiter: Ratelimit.cachedFixedWindow(5, "1 s") }, /`limiter` must not be a cachedFixedWindow/);
+  throwsNaming({ redis: [redis], limiter: { algorithm: "leakyBucket" } }, /`limiter` must be a limiter/);
   assert.ok(new MultiRegionRatelimit({ redis: [redis, { url: "https://x", token: "t" }], limiter: Ratelimit.slidingWindow(5, "1 s") }));
 });
