@@ -219,7 +219,10 @@ export class MultiRegionRatelimit {
   getRemaining(identifier: string): Promise<RemainingResponse>;
   /** Calls `limit(identifier)` until it succeeds or `timeout` milliseconds have passed (see `Ratelimit`). */
   blockUntilReady(identifier: string, timeout: number): Promise<LimitResponse>;
-  /** Forgets everything `identifier` used in every region; settles once all have, rejects if one failed. */
+  /**
+   * Forgets everything `identifier` used in every region; settles once all have, rejects if one failed.
+   * Merges still running (earlier answers' `pending`) may write their ids back: reset once they settle.
+   */
   resetUsedTokens(identifier: string): Promise<void>;
   /** Stores the dynamic limit in every region, or removes it with `limit: false`. Needs `dynamicLimits: true`. */
   setDynamicLimit(options: { /** The new limit, or `false` to go back to the configured one. */ limit: number | false }): Promise<void>;

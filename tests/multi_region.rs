@@ -460,3 +460,33 @@ fn clock_micros(clock: &ManualClock) -> u64 {
     use edgelimit::Clock;
     clock.now_micros()
 }
+
+#[tokio::test]
+async fn a_client_never_admits_past_what_it_has_seen_though_a_region_has_not() {
+    let regions = Regions::start(1);
+    for (round, rule) in hour_limits(3).into_iter().chain(buckets()).enumerate() {
+        let id = format!("seen{round}");
+        let limiter = regions.limit(rule).with_ephemeral_cache(None);
+        let capacity = rule.capacity();
+        for _ in 0..capacity {
+            assert!(limiter.limit(&id, 1.0).await.unwrap().success, "{rule:?}");
+        }
+        // The region loses its state (say, a restart without persistence): it would admit again, but
+        // this client has seen the limit reached in this window.
+        let keys = regions.keys(0, &format!("mr:{id}:*")).await;
+        assert!(!keys.is_empty());
+        let mut delete = vec!["DEL"];
+        delete.extend(keys.iter().map(String::as_str));
+        regions.command(0, &delete).await;
+        let denied = limiter.limit(&id, 1.0).await.unwrap();
+        assert!(!denied.success, "{rule:?}: {denied:?}");
+        let other_client = regions.limit(rule).with_ephemeral_cache(None);
+        assert!(
+            other_client.limit(&id, 1.0).await.unwrap().success,
+            "{rule:?}"
+        );
+        // A reset forgets what was seen too.
+        limiter.reset_used_tokens(&id).await.unwrap();
+        assert!(limiter.limit(&id, 1.0).await.unwrap().success, "{rule:?}");
+    }
+}

@@ -12,7 +12,18 @@ import { Redis as PeerRedis } from "@upstash/redis";
 import { startRegions } from "../../scripts/regions.mjs";
 import { window } from "./libraries.mjs";
 
-const { MultiRegionRatelimit, Redis } = await import("edgelimit");
+const { MultiRegionRatelimit, Ratelimit, Redis } = await import("edgelimit");
+
+/**
+ * The algorithms, as [name, edgelimit limiter, peer limiter or null] for a limit: the token bucket (its
+ * whole bucket refilled over the window) and GCRA have no peer across regions.
+ */
+const algorithms = [
+  ["fixed window", (n) => MultiRegionRatelimit.fixedWindow(n, window), (n) => PeerMultiRegionRatelimit.fixedWindow(n, window)],
+  ["sliding window", (n) => MultiRegionRatelimit.slidingWindow(n, window), (n) => PeerMultiRegionRatelimit.slidingWindow(n, window)],
+  ["token bucket", (n) => Ratelimit.tokenBucket(n, window, n), null],
+  ["GCRA", (n) => Ratelimit.gcra(n, window), null],
+];
 
 /** A TCP proxy to `port` on loopback delaying each chunk, both ways, by `delayMs`; its URL and close(). */
 async function delayingProxy(port, delayMs) {
@@ -42,7 +53,7 @@ async function delayingProxy(port, delayMs) {
   };
 }
 
-/** Runs the section: per algorithm, the counts of each library over `rounds` rounds. */
+/** Runs the section: per algorithm, the counts of each library over `rounds` rounds (the peer's null where it has no such limiter). */
 export async function multiRegionSection({ clients, limit, delaysMs, gapMs, rounds, log }) {
   const regions = await startRegions(3);
   const gatewayPort = Number(new URL(regions.url).port);
@@ -50,30 +61,33 @@ export async function multiRegionSection({ clients, limit, delaysMs, gapMs, roun
   // Client `c` sits at location c % 3: region r is `(r - location) mod 3` steps away.
   const route = (client, region) => ({ url: proxies[(region - (client % 3) + 3) % 3].url, token: regions.tokens[region] });
   const libraries = {
-    edgelimit: (name, prefix, client) =>
+    edgelimit: (limiter, prefix, client) =>
       new MultiRegionRatelimit({
         redis: [0, 1, 2].map((region) => new Redis(route(client, region))),
-        limiter: MultiRegionRatelimit[name](limit, window),
+        limiter,
         prefix,
         ephemeralCache: false,
       }),
-    peer: (name, prefix, client) =>
+    peer: (limiter, prefix, client) =>
       new PeerMultiRegionRatelimit({
         redis: [0, 1, 2].map((region) => new PeerRedis({ ...route(client, region), enableTelemetry: false })),
-        limiter: PeerMultiRegionRatelimit[name](limit, window),
+        limiter,
         prefix,
         analytics: false,
       }),
   };
   const rows = [];
   try {
-    for (const name of ["fixedWindow", "slidingWindow"]) {
+    for (const [name, ourLimiter, peerLimiter] of algorithms) {
+      const limiters = { edgelimit: ourLimiter, peer: peerLimiter };
       const counts = { edgelimit: [], peer: [] };
       for (let round = 0; round < rounds; round++) {
         for (const [lib, make] of Object.entries(libraries)) {
+          if (!limiters[lib]) continue;
           log(`multi-region: ${name}, ${lib}, round ${round + 1}`);
-          const prefix = `bench-mr-${lib}-${name}-${Date.now()}-${round}`;
-          counts[lib].push(await burst(Array.from({ length: clients }, (_, client) => make(name, prefix, client)), limit, gapMs));
+          const prefix = `bench-mr-${lib}-${name.replace(" ", "-")}-${Date.now()}-${round}`;
+          const made = Array.from({ length: clients }, (_, client) => make(limiters[lib](limit), prefix, client));
+          counts[lib].push(await burst(made, limit, gapMs));
         }
       }
       const sum = (lib, field) => counts[lib].reduce((total, count) => total + count[field], 0);
@@ -84,7 +98,7 @@ export async function multiRegionSection({ clients, limit, delaysMs, gapMs, roun
         admittedAfterMerge: sum(lib, "admittedAfterMerge"),
         perRound: counts[lib].map((count) => count.admitted),
       });
-      rows.push({ algorithm: name, edgelimit: totals("edgelimit"), peer: totals("peer") });
+      rows.push({ algorithm: name, edgelimit: totals("edgelimit"), peer: peerLimiter ? totals("peer") : null });
     }
   } finally {
     await Promise.all(proxies.map((proxy) => proxy.close()));

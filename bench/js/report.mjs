@@ -154,13 +154,14 @@ ${table(["what", "baseline", "edgelimit", "peer", "edgelimit − baseline", "pee
 }
 
 function multiRegionMarkdown({ clients, limit, delaysMs, gapMs, rounds, rows }) {
+  const both = (o, p, field) => `${o[field]} / ${p ? p[field] : "—"}`;
   const body = rows.map(({ algorithm, edgelimit: o, peer: p }) => [
     algorithm,
-    `${o.sent} / ${p.sent}`,
+    both(o, p, "sent"),
     `**${o.admitted}** (${o.perRound.join(", ")})`,
-    `**${p.admitted}** (${p.perRound.join(", ")})`,
-    `${o.excess} / ${p.excess}`,
-    `${o.admittedAfterMerge} / ${p.admittedAfterMerge}`,
+    p ? `**${p.admitted}** (${p.perRound.join(", ")})` : "— (none across regions)",
+    both(o, p, "excess"),
+    both(o, p, "admittedAfterMerge"),
   ]);
   return `## 6. Multi-region over-admission
 
@@ -169,7 +170,8 @@ reaching the regions through TCP proxies delaying every chunk by a one-way ${del
 farthest region). Per round, a limit of ${limit} per window, and the clients together send twice that, one request
 after another each (${gapMs} ms apart), \`pending\` left running as \`waitUntil\` does; then, once every merge has
 settled, one more request per client. ${rounds} round(s) per library, alternating, fresh keys each. Counted,
-summed over the rounds (per round in parentheses); the limit allows ${limit * rounds} in all.
+summed over the rounds (per round in parentheses); the limit allows ${limit * rounds} in all. The token bucket
+(${limit} tokens, refilled over the window) and GCRA (${limit} per window) have no peer across regions.
 
 ${table(["algorithm", "sent (edgelimit / peer)", "edgelimit admitted", "peer admitted", "over the limit (edgelimit / peer)", "admitted after the merge (edgelimit / peer)"], body)}`;
 }

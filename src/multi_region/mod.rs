@@ -58,6 +58,7 @@
 //! `make bench` measures the excess beside the peer's (section 6).
 
 mod flight;
+mod known;
 mod region;
 mod state;
 
@@ -75,10 +76,14 @@ use crate::ratelimit::{
 use crate::redis::{Reply, RestClient};
 use crate::transport::Transport;
 use flight::Flight;
+use known::Known;
 use region::{Decided, Plan};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// How many keys' current hashes a limit remembers from its replies (see [`Known`]).
+const KNOWN_KEYS: usize = 1_000;
 
 /// Where the dynamic limit of a prefix is stored in each region, as `@upstash/ratelimit`.
 const DYNAMIC_LIMIT_SUFFIX: &str = ":dynamic:global";
@@ -92,6 +97,7 @@ pub struct MultiRegionRatelimit<T> {
     limit_key: Option<String>,
     fail_mode: FailMode,
     clock: Arc<dyn Clock>,
+    known: Arc<Known>,
 }
 
 /// What a region answered: a decision, or a plain command's reply (merges, deletes, dynamic limits).
@@ -125,6 +131,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
             limit_key: None,
             fail_mode: FailMode::Open,
             clock: Arc::new(SystemClock),
+            known: Arc::new(Known::new(KNOWN_KEYS)),
         })
     }
 
@@ -293,15 +300,18 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
     }
 
     /// Forgets everything used by `identifier` in every region, awaiting them all; the first error
-    /// if any region failed.
+    /// if any region failed. A union has no removal: the merges of earlier requests still running
+    /// (their [`Pending`] work) may write their ids back, so reset once they have settled.
     pub async fn reset_used_tokens(&self, identifier: &str) -> Result<()> {
         let key = self.key(identifier)?;
         if let Some(cache) = &self.cache {
             cache.remove(&key);
         }
         let plan = Plan::new(&self.algorithm, &key, self.clock.now_micros());
+        let around = plan.around();
+        self.known.forget(&around);
         let mut command = vec!["DEL".to_owned()];
-        command.extend(plan.around());
+        command.extend(around);
         self.everywhere(command, false).await.map(drop)
     }
 
@@ -356,6 +366,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
             let rule = self.algorithm;
             let plan = Arc::new(Plan::new(&rule, key, now));
             let id: Arc<str> = state::field(&rule, now, &request_id()?).into();
+            let seen = self.known.get(&plan.keys[0]);
             let mut flight = Flight::new();
             for (index, region) in self.regions.iter().enumerate() {
                 let (region, plan, id) = (Arc::clone(region), Arc::clone(&plan), Arc::clone(&id));
@@ -385,6 +396,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
                 match event {
                     Event::Decided(Ok(decided)) => {
                         let due = merge.heard(index, held(&decided, &id, cost));
+                        self.known.learn(&plan.keys[0], merge.union());
                         self.start_writes(&mut flight, &plan, due);
                         answer = Some(decided);
                         break;
@@ -396,12 +408,13 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
             let Some(decided) = answer else {
                 return Err(failure.unwrap_or_else(no_region));
             };
-            let decision = self.decision(&decided, &plan, cost)?;
-            let regions = self.regions.clone();
+            let decision = self.decision(&decided, &plan, cost, seen.as_deref())?;
+            let (regions, known) = (self.regions.clone(), Arc::clone(&self.known));
             let pending: Pending = Box::pin(async move {
                 while let Some((index, event)) = flight.next().await {
                     if let Event::Decided(Ok(decided)) = event {
                         let due = merge.heard(index, held(&decided, &id, cost));
+                        known.learn(&plan.keys[0], merge.union());
                         for delta in due {
                             push_write(&mut flight, &regions, &plan, delta);
                         }
@@ -455,8 +468,17 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
         })
     }
 
-    /// The pure algorithm's decision on what a region held, checked against the region's own.
-    fn decision(&self, decided: &Decided, plan: &Plan, cost: Cost) -> Result<Decision> {
+    /// The pure algorithm's decision on what a region held, checked against the region's own; then,
+    /// if the region admitted the request, the decision on that together with what this limit has
+    /// `seen` of the same hashes, which may deny it (the region has recorded it: it is counted,
+    /// erring on the side of admitting less).
+    fn decision(
+        &self,
+        decided: &Decided,
+        plan: &Plan,
+        cost: Cost,
+        seen: Option<&[Ledger]>,
+    ) -> Result<Decision> {
         let rule = if decided.limit == self.algorithm.capacity() {
             self.algorithm
         } else {
@@ -482,7 +504,15 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
                 ),
             });
         }
-        Ok(decision)
+        let Some(seen) = seen.filter(|_| decision.allowed) else {
+            return Ok(decision);
+        };
+        let mut ledgers = decided.ledgers.clone();
+        for (ledger, known) in ledgers.iter_mut().zip(seen) {
+            ledger.merge(known);
+        }
+        let found = state::derived(&rule, plan.window, &ledgers);
+        Ok(rule.apply(found.as_ref(), decided.now, cost).decision)
     }
 
     fn fail_mode_response(&self, error: &Error, now_ms: u64) -> Response {
