@@ -82,8 +82,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// How many keys' current hashes a limit remembers from its replies (see [`Known`]).
-const KNOWN_KEYS: usize = 1_000;
+/// How many requests a limit remembers from its replies, over every key (see [`Known`]): about
+/// 100 bytes each.
+const KNOWN_REQUESTS: usize = 20_000;
 
 /// Where the dynamic limit of a prefix is stored in each region, as `@upstash/ratelimit`.
 const DYNAMIC_LIMIT_SUFFIX: &str = ":dynamic:global";
@@ -131,7 +132,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
             limit_key: None,
             fail_mode: FailMode::Open,
             clock: Arc::new(SystemClock),
-            known: Arc::new(Known::new(KNOWN_KEYS)),
+            known: Arc::new(Known::new(KNOWN_REQUESTS)),
         })
     }
 
