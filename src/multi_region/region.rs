@@ -95,42 +95,38 @@ pub async fn decide<T: Transport>(
     if let Some(limit_key) = limit_key {
         keys.push(limit_key.to_owned());
     }
-    let dynamic = if limit_key.is_some() { "1" } else { "0" }.to_owned();
+    let dynamic = if limit_key.is_some() { "1" } else { "0" };
     let cost = crate::number::decimal(cost.get());
-    let bucket = |kind: &str, [a, b, c]: [u64; 3]| {
-        let (a, b, c) = (a.to_string(), b.to_string(), c.to_string());
-        let ttl = plan.ttl_ms.to_string();
+    let (now_text, ttl) = (now.to_string(), plan.ttl_ms.to_string());
+    let bucket = |kind: &'static str, [a, b, c]: [u64; 3]| {
         let args = [
-            &now.to_string(),
-            kind,
-            &a,
-            &b,
-            &c,
-            &dynamic,
-            &cost,
-            field,
-            &ttl,
+            now_text.clone(),
+            kind.to_owned(),
+            a.to_string(),
+            b.to_string(),
+            c.to_string(),
         ];
-        (&MULTI_BUCKET, args.map(str::to_owned).to_vec())
+        let rest = [
+            dynamic.to_owned(),
+            cost.clone(),
+            field.to_owned(),
+            ttl.clone(),
+        ];
+        (&MULTI_BUCKET, [args.to_vec(), rest.to_vec()].concat())
     };
     let (script, args) = match rule {
-        Algorithm::FixedWindow(_) | Algorithm::SlidingWindow(_) => {
-            let (length, limit, ttl) = (
+        Algorithm::FixedWindow(_) | Algorithm::SlidingWindow(_) => (
+            &MULTI_WINDOW,
+            vec![
+                now_text.clone(),
                 plan.length_ms.to_string(),
                 rule.capacity().to_string(),
-                plan.ttl_ms.to_string(),
-            );
-            let args = [
-                &now.to_string(),
-                &length,
-                &limit,
-                &cost,
-                field,
-                &dynamic,
-                &ttl,
-            ];
-            (&MULTI_WINDOW, args.map(str::to_owned).to_vec())
-        }
+                cost.clone(),
+                field.to_owned(),
+                dynamic.to_owned(),
+                ttl.clone(),
+            ],
+        ),
         Algorithm::Gcra(rule) => bucket(
             "gcra",
             [rule.emission_interval(), rule.tolerance(), rule.capacity()],
