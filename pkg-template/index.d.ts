@@ -228,6 +228,62 @@ export class Ratelimit {
   static gcra(limit: number, period: Duration, options?: { /** Most requests admitted at once. */ burst?: number }): Limiter;
 }
 
+/** Options of `new MultiRegionRatelimit(...)`: those of `Ratelimit`, with one Redis per region. */
+export interface MultiRegionRatelimitConfig extends Omit<RatelimitConfig, "redis" | "limiter"> {
+  /**
+   * One Redis per region, at least one, each a separate database (never the same one twice). Every
+   * region is asked at once; the first to reply answers. A `TypeError` names an entry that is not a
+   * `Redis` or `{ url, token }`.
+   */
+  redis: readonly (Redis | RedisConfig)[];
+  /**
+   * `MultiRegionRatelimit.fixedWindow` or `slidingWindow` (the same from `Ratelimit`): the state of
+   * `@upstash/ratelimit`'s `MultiRegionRatelimit`, so both can share the regions; or
+   * `Ratelimit.tokenBucket` or `Ratelimit.gcra`, which the peer lacks: their requests are kept per
+   * epoch and replayed, so regions admitting together leave a debt that later requests wait out. Not
+   * `cachedFixedWindow`.
+   */
+  limiter: Limiter;
+  /** How long to wait for each region, in whole milliseconds; `0` waits forever. Default `5000`. */
+  timeout?: number;
+  /** What to answer when no region replies: `"open"` (default) or `"closed"`, with `reason` set. */
+  failMode?: "open" | "closed";
+}
+
+/**
+ * A rate limit replicated over several Redis databases, one per region, state-compatible with
+ * `@upstash/ratelimit`'s `MultiRegionRatelimit`. Each answer comes from the first region to reply;
+ * its `pending` merges the regions (the union of the request ids each holds) and settles once every
+ * region that replied holds it — hand it to `ctx.waitUntil`. It never rejects. Regions decide on what
+ * they hold, so until merges land, a fleet may admit more than the limit in one window (see the README).
+ */
+export class MultiRegionRatelimit {
+  /** Checks every option; throws a `TypeError` or `RangeError` naming a bad one. */
+  constructor(config: MultiRegionRatelimitConfig);
+  /** Takes `rate` (default 1) from `identifier`'s limit, answered by the first region to reply. */
+  limit(identifier: string, options?: LimitOptions): Promise<LimitResponse>;
+  /** What `identifier` could take now, as the first region to reply sees it. Rejects if none replies. */
+  getRemaining(identifier: string): Promise<RemainingResponse>;
+  /** Calls `limit(identifier)` until it succeeds or `timeout` milliseconds have passed (see `Ratelimit`). */
+  blockUntilReady(identifier: string, timeout: number): Promise<LimitResponse>;
+  /**
+   * Forgets everything `identifier` used in every region; settles once all have, rejects if one failed.
+   * Merges still running (earlier answers' `pending`) may write their ids back: reset once they settle.
+   */
+  resetUsedTokens(identifier: string): Promise<void>;
+  /** Stores the dynamic limit in every region, or removes it with `limit: false`. Needs `dynamicLimits: true`. */
+  setDynamicLimit(options: { /** The new limit, or `false` to go back to the configured one. */ limit: number | false }): Promise<void>;
+  /** The dynamic limit the first region to reply holds, `null` when none. Needs `dynamicLimits: true`. */
+  getDynamicLimit(): Promise<{ /** The stored limit, or `null`. */ dynamicLimit: number | null }>;
+  /** Frees the WebAssembly memory behind this object (optional; the garbage collector does it too). */
+  free(): void;
+
+  /** `tokens` requests per `window`, counted in fixed windows aligned to the epoch. */
+  static fixedWindow(tokens: number, window: Duration): Limiter;
+  /** `tokens` requests per `window`, the previous window weighted by how much of it overlaps. */
+  static slidingWindow(tokens: number, window: Duration): Limiter;
+}
+
 /** Options of `rateLimitHeaders`. */
 export interface RateLimitHeadersOptions {
   /** The current time, in milliseconds since the Unix epoch. Default `Date.now()`. */

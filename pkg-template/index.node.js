@@ -4,4 +4,4 @@ import { initSync } from "./edgelimit.js";
 
 initSync({ module: readFileSync(new URL("./edgelimit_bg.wasm", import.meta.url)) });
 
-export { Ratelimit, Redis, rateLimitHeaders } from "./edgelimit.js";
+export { MultiRegionRatelimit, Ratelimit, Redis, rateLimitHeaders } from "./edgelimit.js";

@@ -3,4 +3,4 @@ import init from "./edgelimit.js";
 
 await init({ module_or_path: new URL("./edgelimit_bg.wasm", import.meta.url) });
 
-export { Ratelimit, Redis, rateLimitHeaders } from "./edgelimit.js";
+export { MultiRegionRatelimit, Ratelimit, Redis, rateLimitHeaders } from "./edgelimit.js";

@@ -5,4 +5,4 @@ import { initSync } from "./edgelimit.js";
 
 initSync({ module: wasm });
 
-export { Ratelimit, Redis, rateLimitHeaders } from "./edgelimit.js";
+export { MultiRegionRatelimit, Ratelimit, Redis, rateLimitHeaders } from "./edgelimit.js";

@@ -17,6 +17,7 @@ import { e2eSection } from "./e2e.mjs";
 import { inMemorySection } from "./in_memory.mjs";
 import { pkgDir, peerName, root, version, window } from "./libraries.mjs";
 import { nativeSection } from "./native.mjs";
+import { multiRegionSection } from "./multi_region.mjs";
 import { markdown } from "./report.mjs";
 import { sizeSection } from "./size.mjs";
 
@@ -33,12 +34,14 @@ const config = smoke
       inMemory: { cellMs: 5, warmupMs: 5, rounds: 1, manyKeys: 1000, memoryKeys: [1000], memoryRounds: 1 },
       e2e: { callers, cellMs: 20, rounds: 1 },
       coldStart: { samples: 1 },
+      multiRegion: { clients: 3, limit: 3, delaysMs: [1, 2, 5], gapMs: 0, rounds: 1 },
     }
   : {
       cpu: { callers, cellMs: 300, warmupMs: 1000, rounds: 5 },
       inMemory: { cellMs: 300, warmupMs: 1000, rounds: 5, manyKeys: 100_000, memoryKeys: [100_000, 1_000_000], memoryRounds: 3 },
       e2e: { callers, cellMs: 2000, rounds: 3 },
       coldStart: { samples: 9 },
+      multiRegion: { clients: 6, limit: 20, delaysMs: [5, 40, 120], gapMs: 20, rounds: 5 },
     };
 
 const started = performance.now();
@@ -50,6 +53,7 @@ const e2e = await e2eSection({ url, token, ...config.e2e, log });
 const native = smoke ? null : await nativeSection({ log });
 const size = await sizeSection();
 const coldStart = await coldStartSection({ ...config.coldStart, replies: cpu.replies, log });
+const multiRegion = await multiRegionSection({ ...config.multiRegion, log });
 
 const results = {
   meta: {
@@ -75,11 +79,18 @@ const results = {
   native,
   size,
   coldStart,
+  multiRegion,
 };
 checkNumbers(results);
 for (const row of cpu.rows) {
   for (const lib of ["edgelimit", "peer"]) {
     if (row[lib] && !(row[lib].requests.median > 0)) throw new Error(`${lib} ${row.algorithm}: no request reached the fake`);
+  }
+}
+
+for (const row of multiRegion.rows) {
+  for (const lib of ["edgelimit", "peer"]) {
+    if (row[lib] && !(row[lib].admitted > 0)) throw new Error(`${lib} multi-region ${row.algorithm}: nothing admitted`);
   }
 }
 

@@ -153,8 +153,31 @@ A library's cost is its median minus the baseline's.
 ${table(["what", "baseline", "edgelimit", "peer", "edgelimit − baseline", "peer − baseline", "edgelimit / peer"], rows)}`;
 }
 
+function multiRegionMarkdown({ clients, limit, delaysMs, gapMs, rounds, rows }) {
+  const both = (o, p, field) => `${o[field]} / ${p ? p[field] : "—"}`;
+  const body = rows.map(({ algorithm, edgelimit: o, peer: p }) => [
+    algorithm,
+    both(o, p, "sent"),
+    `**${o.admitted}** (${o.perRound.join(", ")})`,
+    p ? `**${p.admitted}** (${p.perRound.join(", ")})` : "— (none across regions)",
+    both(o, p, "excess"),
+    both(o, p, "admittedAfterMerge"),
+  ]);
+  return `## 6. Multi-region over-admission
+
+Three regions (separate redis-servers behind one gateway); ${clients} clients spread over three locations, each
+reaching the regions through TCP proxies delaying every chunk by a one-way ${delaysMs.join(" / ")} ms (nearest, next,
+farthest region). Per round, a limit of ${limit} per window, and the clients together send twice that, one request
+after another each (${gapMs} ms apart), \`pending\` left running as \`waitUntil\` does; then, once every merge has
+settled, one more request per client. ${rounds} round(s) per library, alternating, fresh keys each. Counted,
+summed over the rounds (per round in parentheses); the limit allows ${limit * rounds} in all. The token bucket
+(${limit} tokens, refilled over the window) and GCRA (${limit} per window) have no peer across regions.
+
+${table(["algorithm", "sent (edgelimit / peer)", "edgelimit admitted", "peer admitted", "over the limit (edgelimit / peer)", "admitted after the merge (edgelimit / peer)"], body)}`;
+}
+
 /** The whole report as markdown. */
-export function markdown({ meta, cpu, inMemory, e2e, native, size, coldStart }) {
+export function markdown({ meta, cpu, inMemory, e2e, native, size, coldStart, multiRegion }) {
   return `# edgelimit benchmarks
 
 ${meta.mode} run of ${meta.date}: Node ${meta.node}, ${meta.cpus} × ${meta.cpuModel}; edgelimit ${meta.edgelimit} from pkg/
@@ -174,5 +197,7 @@ ${nativeMarkdown(native)}
 ${sizeMarkdown(size)}
 
 ${coldStartMarkdown(coldStart)}
+
+${multiRegionMarkdown(multiRegion)}
 `;
 }

@@ -70,6 +70,20 @@ impl Gcra {
         self.period_ms
     }
 
+    /// The state after a request of `cost` that was admitted at `now`, even if this state would deny
+    /// it: the replay of requests merged from several regions, which may together exceed the burst
+    /// and then leave a debt (a TAT beyond the tolerance) that later requests wait out.
+    pub fn consume(&self, state: Option<GcraState>, now: u64, cost: f64) -> GcraState {
+        let tat = state.map_or(now, |state| state.tat.max(now));
+        let tat = if cost < 0.0 {
+            tat.saturating_sub((-cost * self.emission_interval as f64).floor() as u64)
+                .max(now)
+        } else {
+            tat + self.span(cost)
+        };
+        GcraState { tat }
+    }
+
     /// Microseconds that `units` take, rounded up (a refund passes a negative amount and gets it
     /// rounded toward zero, so a refund never gives back more than was taken).
     fn span(&self, units: f64) -> u64 {

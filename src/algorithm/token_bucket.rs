@@ -70,6 +70,27 @@ impl TokenBucket {
         }
     }
 
+    /// The state after a request of `cost` that was admitted at `now`, even if this state would deny
+    /// it: the replay of requests merged from several regions, which may together take more than the
+    /// bucket held and then leave it below empty until refills make the debt good.
+    pub fn consume(
+        &self,
+        state: Option<TokenBucketState>,
+        now: u64,
+        cost: f64,
+    ) -> TokenBucketState {
+        let bucket = self.load(state, now);
+        let tokens = if cost < 0.0 {
+            (bucket.tokens - cost).min(self.max_tokens as f64)
+        } else {
+            bucket.tokens - cost
+        };
+        TokenBucketState {
+            refilled_at: bucket.refilled_at,
+            tokens,
+        }
+    }
+
     /// How long from `now` until `bucket` holds `take` tokens.
     fn wait(&self, bucket: TokenBucketState, now: u64, take: f64) -> Duration {
         let refilled = |steps: u64| {

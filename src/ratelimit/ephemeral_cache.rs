@@ -17,7 +17,7 @@ pub struct EphemeralCache {
 
 /// One blocked key.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Block {
+pub(crate) struct Block {
     /// Milliseconds since the epoch until which the key is blocked.
     pub until_ms: u64,
     /// The smallest rate known to be denied until then.
@@ -50,7 +50,7 @@ impl EphemeralCache {
     }
 
     /// The block on `key` if a request of `rate` at `now_ms` is known to be denied.
-    pub(super) fn blocked(&self, key: &str, rate: f64, now_ms: u64) -> Option<Block> {
+    pub(crate) fn blocked(&self, key: &str, rate: f64, now_ms: u64) -> Option<Block> {
         let mut entries = self.lock();
         let block = *entries.get(key)?;
         if block.until_ms <= now_ms {
@@ -61,7 +61,7 @@ impl EphemeralCache {
     }
 
     /// Remembers that `rate` on `key` is denied until `until_ms`.
-    pub(super) fn insert(&self, key: String, rate: f64, until_ms: u64, limit: u64, now_ms: u64) {
+    pub(crate) fn insert(&self, key: String, rate: f64, until_ms: u64, limit: u64, now_ms: u64) {
         let mut entries = self.lock();
         if entries.len() >= self.max_entries && !entries.contains_key(&key) {
             // Expired blocks go; if there are none, the cache is full of live blocks: drop the one that
@@ -92,7 +92,7 @@ impl EphemeralCache {
     }
 
     /// Forgets `key`.
-    pub(super) fn remove(&self, key: &str) {
+    pub(crate) fn remove(&self, key: &str) {
         self.lock().remove(key);
     }
 }

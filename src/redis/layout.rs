@@ -30,9 +30,23 @@ static FIXED_WINDOW: Script = script!("fixed window", "fixed_window.lua");
 static SLIDING_WINDOW: Script = script!("sliding window", "sliding_window.lua");
 static TOKEN_BUCKET: Script = script!("token bucket", "token_bucket.lua");
 static GCRA: Script = script!("gcra", "gcra.lua");
+/// The multi-region windows' decision (see [`crate::multi_region`]).
+pub(crate) static MULTI_WINDOW: Script = script!("multi window", "multi_window.lua");
+/// The multi-region token bucket and GCRA decision.
+pub(crate) static MULTI_BUCKET: Script = script!("multi bucket", "multi_bucket.lua");
+/// The multi-region merge of request ids into one region's hash.
+pub(crate) static MULTI_MERGE: Script = script!("multi merge", "multi_merge.lua");
 
 /// Every script the crate runs.
-pub static SCRIPTS: [&Script; 4] = [&FIXED_WINDOW, &SLIDING_WINDOW, &TOKEN_BUCKET, &GCRA];
+pub static SCRIPTS: [&Script; 7] = [
+    &FIXED_WINDOW,
+    &SLIDING_WINDOW,
+    &TOKEN_BUCKET,
+    &GCRA,
+    &MULTI_WINDOW,
+    &MULTI_BUCKET,
+    &MULTI_MERGE,
+];
 
 /// What an algorithm's script needs sent, besides the time (`ARGV[1]`) and the cost (`ARGV[5]`).
 pub(crate) struct Call {
@@ -126,7 +140,7 @@ pub(crate) fn decode(rule: &Algorithm, fields: &[Reply]) -> Result<Option<State>
 
 /// The number a script wrote as text (Lua's `tostring`, as JSON writes numbers), read by the JSON
 /// parser the replies go through: `None` for any other text.
-fn number_in(text: &str) -> Option<f64> {
+pub(crate) fn number_in(text: &str) -> Option<f64> {
     match serde_json::from_str::<Reply>(text).ok()? {
         Reply::Integer(integer) => Some(integer as f64),
         Reply::Unsigned(integer) => Some(integer as f64),

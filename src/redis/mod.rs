@@ -10,6 +10,7 @@ mod script;
 pub use backend::RedisBackend;
 pub use guard::GUARDED_SCRIPTS;
 pub use layout::SCRIPTS;
+pub(crate) use layout::{number_in, MULTI_BUCKET, MULTI_MERGE, MULTI_WINDOW};
 pub use reply::Reply;
 pub use rest::RestClient;
 pub use script::Script;

@@ -30,7 +30,9 @@
 
 mod errors;
 mod headers;
+mod limit_options;
 mod limiter;
+mod multi_region;
 mod options;
 mod promise;
 mod protection;

@@ -1,0 +1,205 @@
+//! One region's Redis: the decision script, the merge script and deletes, with the decoding of their
+//! replies into [`Ledger`]s.
+
+use super::state::{self, Ledger};
+use crate::algorithm::{Algorithm, Cost, Policy};
+use crate::error::{Error, Result};
+use crate::redis::{number_in, Reply, RestClient, MULTI_BUCKET, MULTI_MERGE, MULTI_WINDOW};
+use crate::transport::Transport;
+
+/// Where a decision at one time reads and writes: the hashes of the current window or epoch and the one
+/// before (`<key>:<window>` for the windows, as `@upstash/ratelimit`'s `MultiRegionRatelimit` keeps
+/// them; `<key>:bucket:<epoch>` for the token bucket and GCRA), with the TTL a new hash gets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// The index of the current window or epoch.
+    pub window: u64,
+    /// The length of a window or epoch, in milliseconds.
+    pub length_ms: u64,
+    /// The hashes, the current one first.
+    pub keys: Vec<String>,
+    /// The TTL of a new hash, in milliseconds.
+    pub ttl_ms: u64,
+    /// What every hash's key starts with, before the window's index.
+    stem: String,
+}
+
+impl Plan {
+    /// The plan of `rule` on `key` at `now` (µs).
+    pub fn new(rule: &Algorithm, key: &str, now: u64) -> Self {
+        let (stem, length_ms, ttl_ms) = match rule {
+            Algorithm::FixedWindow(rule) => (format!("{key}:"), rule.window_ms(), rule.window_ms()),
+            Algorithm::SlidingWindow(rule) => (
+                format!("{key}:"),
+                rule.window_ms(),
+                rule.window_ms() * 2 + 1_000,
+            ),
+            Algorithm::TokenBucket(_) | Algorithm::Gcra(_) => {
+                let epoch_ms = state::epoch_ms(rule);
+                (format!("{key}:bucket:"), epoch_ms, epoch_ms * 2 + 1_000)
+            }
+        };
+        let window = now / 1_000 / length_ms;
+        let windows = if matches!(rule, Algorithm::FixedWindow(_)) {
+            1
+        } else {
+            2
+        };
+        let keys = (0..windows)
+            .map(|back| format!("{stem}{}", window.saturating_sub(back)))
+            .collect();
+        Self {
+            window,
+            length_ms,
+            keys,
+            ttl_ms,
+            stem,
+        }
+    }
+
+    /// The keys a decision around now may use, for a reset: two back, one ahead for a clock a little
+    /// in advance.
+    pub fn around(&self) -> Vec<String> {
+        (self.window.saturating_sub(2)..=self.window + 1)
+            .map(|window| format!("{}{window}", self.stem))
+            .collect()
+    }
+}
+
+/// A region's answer to a decision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decided {
+    /// Whether the region admitted the request (and recorded it).
+    pub allowed: bool,
+    /// The time of the decision (µs).
+    pub now: u64,
+    /// The limit applied (the dynamic limit when one is set there).
+    pub limit: u64,
+    /// The windows as they were before the request, the current one first.
+    pub ledgers: Vec<Ledger>,
+}
+
+/// Runs the decision of `cost` under `rule` as `plan` lays it out in one region: the request is
+/// recorded as `field` (see [`state::field`]) if the region admits it. With `limit_key`, the dynamic
+/// limit stored there replaces the capacity.
+pub async fn decide<T: Transport>(
+    client: &RestClient<T>,
+    rule: &Algorithm,
+    plan: &Plan,
+    now: u64,
+    field: &str,
+    cost: Cost,
+    limit_key: Option<&str>,
+) -> Result<Decided> {
+    let mut keys = plan.keys.clone();
+    if let Some(limit_key) = limit_key {
+        keys.push(limit_key.to_owned());
+    }
+    let dynamic = if limit_key.is_some() { "1" } else { "0" };
+    let cost = crate::number::decimal(cost.get());
+    let (now_text, ttl) = (now.to_string(), plan.ttl_ms.to_string());
+    let bucket = |kind: &'static str, [a, b, c]: [u64; 3]| {
+        let args = [
+            now_text.clone(),
+            kind.to_owned(),
+            a.to_string(),
+            b.to_string(),
+            c.to_string(),
+        ];
+        let rest = [
+            dynamic.to_owned(),
+            cost.clone(),
+            field.to_owned(),
+            ttl.clone(),
+        ];
+        (&MULTI_BUCKET, [args.to_vec(), rest.to_vec()].concat())
+    };
+    let (script, args) = match rule {
+        Algorithm::FixedWindow(_) | Algorithm::SlidingWindow(_) => (
+            &MULTI_WINDOW,
+            vec![
+                now_text.clone(),
+                plan.length_ms.to_string(),
+                rule.capacity().to_string(),
+                cost.clone(),
+                field.to_owned(),
+                dynamic.to_owned(),
+                ttl.clone(),
+            ],
+        ),
+        Algorithm::Gcra(rule) => bucket(
+            "gcra",
+            [rule.emission_interval(), rule.tolerance(), rule.capacity()],
+        ),
+        Algorithm::TokenBucket(rule) => bucket(
+            "tb",
+            [rule.capacity(), rule.interval_ms(), rule.refill_rate()],
+        ),
+    };
+    let reply = script.run(client, &keys, &args).await?;
+    let fields = reply.as_array().unwrap_or_default();
+    let number = |index: usize| fields.get(index).and_then(Reply::as_u64);
+    let (Some(allowed @ 0..=1), Some(now), Some(limit)) = (number(0), number(1), number(2)) else {
+        return Err(malformed(format!(
+            "the {} script returned {reply}",
+            script.name()
+        )));
+    };
+    let ledgers = (0..plan.keys.len())
+        .map(|window| ledger(fields.get(3 + window)))
+        .collect::<Result<_>>()?;
+    Ok(Decided {
+        allowed: allowed == 1,
+        now,
+        limit,
+        ledgers,
+    })
+}
+
+/// Merges `ledger` into the hash `key` of one region, giving it `ttl_ms` if it has no expiry; the
+/// reply is how many ids were written.
+pub async fn merge<T: Transport>(
+    client: &RestClient<T>,
+    key: &str,
+    ttl_ms: u64,
+    ledger: &Ledger,
+) -> Result<Reply> {
+    let mut args = Vec::with_capacity(1 + 2 * ledger.len());
+    args.push(ttl_ms.to_string());
+    for (id, cost) in ledger.iter() {
+        args.push(id.to_owned());
+        args.push(crate::number::decimal(cost));
+    }
+    MULTI_MERGE.run(client, &[key.to_owned()], &args).await
+}
+
+/// A hash as HGETALL returns it (`[id, cost, id, cost, ...]`) as a ledger; a cost that is no number
+/// (never written by either library) counts as 0, as the script counts it.
+fn ledger(fields: Option<&Reply>) -> Result<Ledger> {
+    let Some(fields) = fields.and_then(Reply::as_array) else {
+        return Err(malformed(format!(
+            "a window's fields are not an array: {}",
+            fields.map_or("nothing".to_owned(), Reply::to_string)
+        )));
+    };
+    let mut ledger = Ledger::new();
+    for pair in fields.chunks(2) {
+        let (Some(id), Some(cost)) = (
+            pair.first().and_then(Reply::as_str),
+            pair.get(1).and_then(Reply::as_str),
+        ) else {
+            let found = pair.iter().map(Reply::to_string).collect::<Vec<_>>();
+            return Err(malformed(format!(
+                "a window field is not text: {}",
+                found.join(", ")
+            )));
+        };
+        let cost = number_in(cost.trim()).filter(|cost| cost.is_finite());
+        ledger.insert(id, cost.unwrap_or(0.0));
+    }
+    Ok(ledger)
+}
+
+fn malformed(message: String) -> Error {
+    Error::MalformedReply { message }
+}

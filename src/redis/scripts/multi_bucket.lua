@@ -1,0 +1,144 @@
+
+-- Multi-region token bucket and GCRA (src/multi_region/): per epoch, a hash of the admitted requests,
+-- `<time µs>:<request id> -> cost`, and the state entering the epoch (`base`, plus `-tokens` for the
+-- token bucket), so that regions merge by union. The state is the replay, in time order, of the
+-- previous and current epochs' requests from the previous epoch's base, each request consumed even
+-- past empty (merged requests may together exceed the limit: the debt is waited out). Mirrors
+-- Gcra::consume / TokenBucket::consume and their apply, through state::bucket_state.
+-- KEYS: the current epoch's hash, the previous epoch's; the dynamic limit last when ARGV[6] = '1'.
+-- ARGV: now (µs), 'gcra' or 'tb', then for gcra the emission interval (µs), the tolerance (µs) and the
+-- burst, for tb the max tokens, the interval (ms) and the refill rate; the dynamic flag; the cost; this
+-- request's field; the TTL of a new hash (ms).
+-- Reply: {allowed (0/1), now (µs), capacity applied, current epoch's fields, previous epoch's fields},
+-- the fields as HGETALL read them before this request.
+local now = now_micros()
+local gcra = ARGV[2] == 'gcra'
+local a, b, c = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local cost = tonumber(ARGV[7])
+local limit
+if gcra then
+  limit = capacity(c)
+  b = a * limit
+else
+  limit = capacity(a)
+  a = limit
+end
+
+local current = redis.call('HGETALL', KEYS[1])
+local previous = redis.call('HGETALL', KEYS[2])
+
+local function field(fields, wanted)
+  for i = 1, #fields, 2 do
+    if fields[i] == wanted then
+      return tonumber(fields[i + 1])
+    end
+  end
+  return nil
+end
+
+-- The state a hash's base fields describe: the TAT (gcra) or {refilled at (ms), tokens} (tb), or nil.
+local function base(fields)
+  local at = field(fields, 'base')
+  if at == nil then
+    return nil
+  end
+  if gcra then
+    return at
+  end
+  local negative = field(fields, '-tokens')
+  if negative == nil then
+    return nil
+  end
+  return {at, -negative}
+end
+
+-- Appends the requests of `fields` to `list` as {time, id, cost}.
+local function requests(fields, list)
+  for i = 1, #fields, 2 do
+    local name = fields[i]
+    local colon = string.find(name, ':', 1, true)
+    if colon ~= nil then
+      local at, spent = tonumber(string.sub(name, 1, colon - 1)), tonumber(fields[i + 1])
+      if at ~= nil and spent ~= nil then
+        list[#list + 1] = {at, string.sub(name, colon + 1), spent}
+      end
+    end
+  end
+end
+
+-- The token bucket as it is at `t` (µs): refilled by whole steps, or new if full by then.
+local function load(state, t)
+  local ms = math.floor(t / 1000)
+  if state ~= nil then
+    local missing = a - state[2]
+    if missing > 0 and t < (state[1] + math.ceil(missing / c) * b) * 1000 then
+      local steps = math.floor(math.max(0, ms - state[1]) / b)
+      return {state[1] + steps * b, math.min(a, state[2] + steps * c)}
+    end
+  end
+  return {ms, a}
+end
+
+-- The state after a request of `spent` admitted at `t`, past empty if need be.
+local function consume(state, t, spent)
+  if gcra then
+    local tat = math.max(state or t, t)
+    if spent < 0 then
+      return math.max(tat - math.floor(-spent * a), t)
+    end
+    return tat + math.ceil(spent * a)
+  end
+  local bucket = load(state, t)
+  if spent < 0 then
+    return {bucket[1], math.min(a, bucket[2] - spent)}
+  end
+  return {bucket[1], bucket[2] - spent}
+end
+
+local function replay(state, list)
+  table.sort(list, function(x, y)
+    if x[1] ~= y[1] then
+      return x[1] < y[1]
+    end
+    return x[2] < y[2]
+  end)
+  for _, request in ipairs(list) do
+    state = consume(state, request[1], request[3])
+  end
+  return state
+end
+
+local earlier = {}
+requests(previous, earlier)
+local entering = replay(base(previous), earlier)
+local all = {}
+requests(previous, all)
+requests(current, all)
+local state = replay(base(previous), all)
+
+local allowed = 1
+if cost > limit then
+  allowed = 0
+elseif cost > 0 then
+  if gcra then
+    local tat = math.max(state or now, now)
+    allowed = (tat + math.ceil(cost * a) - now <= b) and 1 or 0
+  else
+    allowed = (load(state, now)[2] >= cost) and 1 or 0
+  end
+end
+
+if allowed == 1 and cost ~= 0 then
+  if redis.call('HEXISTS', KEYS[1], 'base') == 0 and entering ~= nil then
+    if gcra then
+      redis.call('HSET', KEYS[1], 'base', string.format('%d', entering))
+    else
+      redis.call('HSET', KEYS[1], 'base', string.format('%d', entering[1]), '-tokens', string.format('%.17g', -entering[2]))
+    end
+  end
+  redis.call('HSET', KEYS[1], ARGV[8], ARGV[7])
+  if redis.call('PTTL', KEYS[1]) < 0 then
+    redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[9]))
+  end
+end
+return {allowed, now, limit, current, previous}
