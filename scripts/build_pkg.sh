@@ -3,8 +3,12 @@
 # npm's wasm-opt 132 (never Debian's: see TOOLCHAIN.md), then the entry files, package.json, types and
 # README from pkg-template/.
 #
-#   bash scripts/build_pkg.sh
+#   bash scripts/build_pkg.sh                                  # pkg/
+#   bash scripts/build_pkg.sh --multi-region target/pkg-multi-region
 #
+# The package leaves out the crate's `multi-region` feature (MultiRegionRatelimit): with it the package
+# is past its 100 KB gzipped ceiling. `--multi-region DIR` builds a package with it into DIR, for its tests
+# and `make bench`; its entries and types then export MultiRegionRatelimit too.
 # Honours CARGO_TARGET_DIR (default: target/).
 set -euo pipefail
 
@@ -12,6 +16,13 @@ cd "$(dirname "$0")/.."
 root="$PWD"
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
 out="$root/pkg"
+features=()
+multi_region=false
+if [[ "${1:-}" == "--multi-region" ]]; then
+    multi_region=true
+    features=(--features multi-region)
+    out="$(realpath -m "${2:?--multi-region needs an output folder}")"
+fi
 
 say() { echo "build_pkg: $*" >&2; }
 
@@ -38,7 +49,7 @@ if [[ -n "$pinned" && "$pinned" != "$have" ]]; then
 fi
 
 say "cargo build (release, wasm32-unknown-unknown)"
-cargo build -p edgelimit --release --target wasm32-unknown-unknown
+cargo build -p edgelimit --release --target wasm32-unknown-unknown --no-default-features "${features[@]}"
 wasm="$target_dir/wasm32-unknown-unknown/release/edgelimit.wasm"
 
 rm -rf "$out"
@@ -55,6 +66,13 @@ say "wasm-opt -O3 ($("$wasm_opt" --version))"
 mv "$out/edgelimit_bg.opt.wasm" "$out/edgelimit_bg.wasm"
 
 cp pkg-template/*.js pkg-template/index.d.ts pkg-template/README.md "$out/"
+if ! $multi_region; then
+    # Without the feature, no MultiRegionRatelimit: not exported, not typed (between the markers).
+    sed -i 's/export { MultiRegionRatelimit, /export { /' "$out"/index.*.js
+    sed -i '/^\/\/ multi-region: begin/,/^\/\/ multi-region: end/d' "$out/index.d.ts"
+else
+    sed -i '/^\/\/ multi-region: \(begin\|end\)/d' "$out/index.d.ts"
+fi
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)"
 sed "s/\"version\": \"0.0.0\"/\"version\": \"$version\"/" pkg-template/package.json >"$out/package.json"
 

@@ -43,6 +43,7 @@ mod duration;
 mod error;
 mod key_hasher;
 mod maybe_send;
+#[cfg(feature = "multi-region")]
 pub mod multi_region;
 mod number;
 pub mod ratelimit;
@@ -58,5 +59,6 @@ pub use decision::Decision;
 pub use duration::{duration_from_millis, parse_duration, MAX_DURATION_MS};
 pub use error::{Error, Result};
 pub use maybe_send::{BoxFuture, MaybeSendSync};
+#[cfg(feature = "multi-region")]
 pub use multi_region::MultiRegionRatelimit;
 pub use redis::RedisBackend;

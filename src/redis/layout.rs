@@ -31,22 +31,21 @@ static SLIDING_WINDOW: Script = script!("sliding window", "sliding_window.lua");
 static TOKEN_BUCKET: Script = script!("token bucket", "token_bucket.lua");
 static GCRA: Script = script!("gcra", "gcra.lua");
 /// The multi-region windows' decision (see [`crate::multi_region`]).
+#[cfg(feature = "multi-region")]
 pub(crate) static MULTI_WINDOW: Script = script!("multi window", "multi_window.lua");
 /// The multi-region token bucket and GCRA decision.
+#[cfg(feature = "multi-region")]
 pub(crate) static MULTI_BUCKET: Script = script!("multi bucket", "multi_bucket.lua");
 /// The multi-region merge of request ids into one region's hash.
+#[cfg(feature = "multi-region")]
 pub(crate) static MULTI_MERGE: Script = script!("multi merge", "multi_merge.lua");
 
-/// Every script the crate runs.
-pub static SCRIPTS: [&Script; 7] = [
-    &FIXED_WINDOW,
-    &SLIDING_WINDOW,
-    &TOKEN_BUCKET,
-    &GCRA,
-    &MULTI_WINDOW,
-    &MULTI_BUCKET,
-    &MULTI_MERGE,
-];
+/// The script of each algorithm of [`Ratelimit`](crate::ratelimit::Ratelimit).
+pub static SCRIPTS: [&Script; 4] = [&FIXED_WINDOW, &SLIDING_WINDOW, &TOKEN_BUCKET, &GCRA];
+
+/// The scripts of [`MultiRegionRatelimit`](crate::MultiRegionRatelimit).
+#[cfg(feature = "multi-region")]
+pub static MULTI_REGION_SCRIPTS: [&Script; 3] = [&MULTI_WINDOW, &MULTI_BUCKET, &MULTI_MERGE];
 
 /// What an algorithm's script needs sent, besides the time (`ARGV[1]`) and the cost (`ARGV[5]`).
 pub(crate) struct Call {

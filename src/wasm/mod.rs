@@ -30,8 +30,10 @@
 
 mod errors;
 mod headers;
+#[cfg(feature = "multi-region")]
 mod limit_options;
 mod limiter;
+#[cfg(feature = "multi-region")]
 mod multi_region;
 mod options;
 mod promise;
