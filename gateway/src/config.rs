@@ -50,8 +50,8 @@ pub struct Args {
     #[arg(long, env = "GATEWAY_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
 
-    /// Largest reply of one request (all the replies of a pipeline together), counted as the
-    /// bytes of its strings; larger replies are refused with a 400 JSON error.
+    /// Largest reply of one request (all the replies of a pipeline together), in bytes as Redis
+    /// sends them; larger replies are refused with a 400 JSON error while they are read.
     #[arg(long, env = "GATEWAY_MAX_REPLY_BYTES", default_value_t = 16 * 1024 * 1024)]
     pub max_reply_bytes: usize,
 

@@ -277,3 +277,90 @@ async fn replies_and_pipelines_are_bounded() {
     let r = post(&c, &gw, "/pipeline", &json!(vec![["PING"]; 8]).to_string()).await;
     assert_eq!(r.status, 200);
 }
+
+/// A line of `/proc/<pid>/status` in KiB (`VmRSS`, `VmHWM`).
+fn memory_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("{field} missing from /proc/{pid}/status"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_reply_is_refused_while_it_is_read_and_memory_stays_bounded() {
+    let redis = Redis::start();
+    let mib = "x".repeat(1024 * 1024);
+    let _: () = redis::cmd("SET")
+        .arg("big")
+        .arg(&mib)
+        .query(&mut redis.conn(0))
+        .expect("set");
+    let limit = 4 * 1024 * 1024;
+    let gw = Gateway::in_front_of(&redis, &["--max-reply-bytes", &limit.to_string()]);
+    let c = http();
+    let before_kib = memory_kib(gw.pid(), "VmRSS");
+    // Others keep using the shared connection meanwhile, and are served.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let bystander = {
+        let (stop, url) = (stop.clone(), gw.url());
+        tokio::spawn(async move {
+            let client = http();
+            let auth = format!("Bearer {TOKEN}");
+            let mut served = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let r = send(
+                    &client,
+                    "POST",
+                    &format!("{url}/pipeline"),
+                    &[("Authorization", &auth)],
+                    r#"[["INCR","n"],["STRLEN","big"]]"#,
+                )
+                .await;
+                assert_eq!(r.status, 200, "{:?}", r.json);
+                assert_eq!(r.json[1], json!({"result": 1024 * 1024}));
+                served += 1;
+            }
+            served
+        })
+    };
+    // 100 MiB from one script (read-only, as a read-only token could send it), and a 7 KB
+    // pipeline of 300 GETs of the 1 MiB value (300 MiB), on every route.
+    let script = r#"["EVAL_RO","return string.rep('x', 100 * 1024 * 1024)",0]"#;
+    let gets = json!(vec![["GET", "big"]; 300]).to_string();
+    for (path, body) in [
+        ("/", script.to_owned()),
+        ("/pipeline", gets.clone()),
+        ("/multi-exec", gets),
+        ("/pipeline", format!("[{script}]")),
+    ] {
+        let r = post(&c, &gw, path, &body).await;
+        assert_eq!(r.status, 400, "{path}: {:?}", r.json);
+        let error = r.json["error"].as_str().expect("error");
+        assert!(error.contains("reply is larger than the limit"), "{error}");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(bystander.await.expect("bystander") > 0);
+    // The gateway never held the replies: its peak is far below even one of them.
+    let peak_kib = memory_kib(gw.pid(), "VmHWM");
+    let now_kib = memory_kib(gw.pid(), "VmRSS");
+    assert!(
+        peak_kib < before_kib + 48 * 1024,
+        "peak RSS {peak_kib} KiB, {before_kib} KiB before"
+    );
+    assert!(now_kib <= peak_kib);
+    // Within the bound, the same value is served on the same connection.
+    let r = post(
+        &c,
+        &gw,
+        "/pipeline",
+        &json!([["GET", "big"], ["GET", "big"]]).to_string(),
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.json[1]["result"].as_str().map(str::len),
+        Some(1024 * 1024)
+    );
+}
