@@ -137,30 +137,16 @@ fn sha1_hex(text: &str) -> String {
     sha1_smol::Sha1::from(text).digest().to_string()
 }
 
-/// The ACL rules of gateway/README.md ("Redis ACL"), for a user `name` with password `pass`.
-fn restricted_user(redis: &Redis, name: &str, pass: &str, extra: &[&str]) {
-    let rules = "on ~* &* +@all -flushall -flushdb -swapdb -migrate -config -debug -shutdown \
-                 -module -acl +acl|dryrun -save -bgsave -bgrewriteaof -replicaof -slaveof \
-                 -failover -function +function|kill +function|list +function|stats";
-    let mut cmd = redis::cmd("ACL");
-    cmd.arg("SETUSER").arg(name).arg(format!(">{pass}"));
-    for rule in rules.split_whitespace().chain(extra.iter().copied()) {
-        cmd.arg(rule);
-    }
-    let _: () = cmd.query(&mut redis.conn(0)).expect("ACL SETUSER");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_restricted_redis_user_stops_lua_from_flushing_or_migrating() {
+async fn the_readme_acl_user_stops_lua_from_flushing_or_migrating() {
+    // The harness's gateway connects as the user of gateway/README.md ("Redis ACL").
     let redis = Redis::start();
-    restricted_user(&redis, "gateway", "s3cret", &[]);
     let _: () = redis::cmd("SET")
         .arg("keep")
         .arg("me")
         .query(&mut redis.conn(0))
         .expect("set");
-    let url = format!("redis://gateway:s3cret@127.0.0.1:{}/0", redis.port);
-    let gw = Gateway::start_strict(&["--redis", &url, "--token", TOKEN]);
+    let gw = Gateway::in_front_of(&redis, &[]);
     let c = http();
     for script in [
         "return redis.call('FLUSHALL')",
@@ -178,6 +164,23 @@ async fn a_restricted_redis_user_stops_lua_from_flushing_or_migrating() {
             r.json
         );
     }
+    // Functions cannot be loaded (they would run outside the script rules), nor flushed.
+    let library = "#!lua name=wipe\nredis.register_function('wipe', function() return redis.call('FLUSHALL') end)";
+    for body in [
+        json!(["FUNCTION", "LOAD", library]),
+        json!(["FUNCTION", "FLUSH"]),
+    ] {
+        let r = post(&c, &gw, "/pipeline", &json!([body]).to_string()).await;
+        assert!(
+            r.json[0]["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("NOPERM")),
+            "{body}: {:?}",
+            r.json
+        );
+    }
+    let r = post(&c, &gw, "/", r#"["FCALL","wipe",0]"#).await;
+    assert_eq!(r.status, 400, "{:?}", r.json);
     let kept: Option<String> = redis::cmd("GET")
         .arg("keep")
         .query(&mut redis.conn(0))
@@ -200,20 +203,27 @@ async fn a_restricted_redis_user_stops_lua_from_flushing_or_migrating() {
 fn the_gateway_refuses_to_start_with_a_user_that_may_run_denied_commands() {
     let redis = Redis::start();
     // The default user may run everything.
-    let stderr = gateway_refusal(&["--redis", &redis.url(0), "--token", TOKEN]);
+    let stderr = gateway_refusal(&["--redis", &redis.admin_url(0), "--token", TOKEN]);
     for named in ["flushall", "migrate", "config|set", "--unsafe-allow-admin"] {
         assert!(stderr.contains(named), "{named} missing from: {stderr}");
     }
     // A user restricted except for FLUSHALL: only FLUSHALL is named.
-    restricted_user(&redis, "almost", "pw", &["+flushall"]);
-    let url = format!("redis://almost:pw@127.0.0.1:{}/0", redis.port);
+    let mut rules = test_support::gateway_acl_rules();
+    rules.push("+flushall".to_owned());
+    let rules: Vec<&str> = rules.iter().map(String::as_str).collect();
+    redis.set_user("almost", &rules);
+    let url = format!(
+        "redis://almost:{}@127.0.0.1:{}/0",
+        test_support::GATEWAY_PASSWORD,
+        redis.port
+    );
     let stderr = gateway_refusal(&["--redis", &url, "--token", TOKEN]);
     assert!(stderr.contains("may run flushall,"), "{stderr}");
     assert!(!stderr.contains("config"), "{stderr}");
-    // --unsafe-allow-admin starts it anyway.
-    let gw = Gateway::start_strict(&[
+    // --unsafe-allow-admin starts it anyway: the one test that needs it.
+    let gw = Gateway::start_with(&[
         "--redis",
-        &redis.url(0),
+        &redis.admin_url(0),
         "--token",
         TOKEN,
         "--unsafe-allow-admin",
