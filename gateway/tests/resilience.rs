@@ -315,33 +315,57 @@ return 'done'"#;
     );
 }
 
+/// How many connections the gateway's Redis user has open, as Redis counts them.
+fn gateway_connections(redis: &Redis) -> usize {
+    let list: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query(&mut redis.conn(0))
+        .expect("CLIENT LIST");
+    list.lines()
+        .filter(|line| line.contains(&format!(" user={} ", test_support::GATEWAY_USER)))
+        .count()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_request_fails_right_after_redis_restarts() {
     let mut redis = Redis::start();
     let gw = Gateway::in_front_of(&redis, &[]);
     let c = http();
+    // Keeps Redis busy for about 30 ms inside a transaction, so concurrent ones overlap.
+    let slow = r#"local t = redis.call('TIME'); local start = t[1] * 1000000 + t[2]
+while true do t = redis.call('TIME'); if t[1] * 1000000 + t[2] - start > 30000 then break end end
+return redis.call('INCR', KEYS[1])"#;
+    let slow_transaction = json!([["EVAL", slow, 1, "b"], ["INCR", "b"]]).to_string();
     let mut failures = Vec::new();
-    for round in 0..5 {
-        // Both kinds of connection in use: the shared one and a pooled transaction connection.
+    for round in 0..3 {
+        // Every kind of connection in use: the shared one and several pooled transaction ones.
         assert_eq!(post(&c, &gw, "/", r#"["INCR","a"]"#).await.status, 200);
-        assert_eq!(
-            post(&c, &gw, "/multi-exec", r#"[["INCR","b"]]"#)
-                .await
-                .status,
-            200
-        );
+        let transactions: Vec<_> = (0..6)
+            .map(|_| spawn_post(format!("{}/multi-exec", gw.url()), slow_transaction.clone()))
+            .collect();
+        for transaction in transactions {
+            let r = transaction.await.expect("task").expect("http request");
+            assert_eq!(r.status, 200, "{:?}", r.json);
+        }
+        let open = gateway_connections(&redis);
+        assert!(open >= 3, "round {round}: only {open} gateway connections");
         // Returns once the new server answers PING.
         redis.restart();
-        for (path, body) in [
-            ("/multi-exec", r#"[["INCR","b"]]"#),
-            ("/", r#"["INCR","a"]"#),
-            ("/pipeline", r#"[["INCR","a"]]"#),
-        ] {
-            let r = post(&c, &gw, path, body).await;
-            if r.status != 200 {
-                failures.push(format!("round {round} {path}: {} {:?}", r.status, r.json));
+        // All at once, on every route: the shared connection and every pooled one are dead.
+        let requests: Vec<_> = (0..6)
+            .map(|_| ("/multi-exec", slow_transaction.clone()))
+            .chain((0..6).map(|i| ("/", format!(r#"["INCR","a{i}"]"#))))
+            .chain((0..6).map(|i| ("/pipeline", format!(r#"[["INCR","p{i}"],["GET","a"]]"#))))
+            .map(|(path, body)| (path, spawn_post(format!("{}{path}", gw.url()), body)))
+            .collect();
+        for (path, request) in requests {
+            match request.await.expect("task") {
+                Ok(r) if r.status == 200 => {}
+                Ok(r) => failures.push(format!("round {round} {path}: {} {:?}", r.status, r.json)),
+                Err(e) => failures.push(format!("round {round} {path}: {e}")),
             }
         }
+        assert_eq!(readyz(&c, &gw).await, 200);
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
