@@ -68,8 +68,13 @@ async fn check_redis_users(config: &Config) -> Result<(), String> {
         tracing::info!("--unsafe-allow-admin: the Redis users' ACL rules are not checked");
         return Ok(());
     }
-    for url in &config.redis_urls {
-        match acl::check(url, &config.denied, config.timeout).await {
+    for (backend, url) in config.redis_urls.iter().enumerate() {
+        let readonly = config
+            .tokens
+            .iter()
+            .filter(|token| token.backend == backend)
+            .all(|token| token.readonly);
+        match acl::check(url, &config.denied, readonly, config.timeout).await {
             Ok(()) => {}
             Err(AclError::Refused(message)) => return Err(message),
             Err(AclError::Unreachable(error)) => {
@@ -78,7 +83,7 @@ async fn check_redis_users(config: &Config) -> Result<(), String> {
                 tokio::spawn(async move {
                     loop {
                         tokio::time::sleep(Duration::from_secs(1)).await;
-                        match acl::check(&url, &denied, timeout).await {
+                        match acl::check(&url, &denied, readonly, timeout).await {
                             Ok(()) => return,
                             Err(AclError::Unreachable(_)) => {}
                             Err(AclError::Refused(message)) => {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::json;
-use test_support::{gateway_refusal, Gateway, Redis, TOKEN};
+use test_support::{gateway_refusal, Gateway, Redis, READONLY_TOKEN, TOKEN};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn script_kill_reaches_a_redis_busy_with_an_endless_script() {
@@ -373,4 +373,68 @@ async fn a_huge_reply_is_refused_while_it_is_read_and_memory_stays_bounded() {
         r.json[1]["result"].as_str().map(str::len),
         Some(1024 * 1024)
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_redis_user_is_checked_for_writes_and_scripts_cannot_write() {
+    let redis = Redis::start();
+    let _: () = redis::cmd("SET")
+        .arg("keep")
+        .arg("me")
+        .query(&mut redis.conn(0))
+        .expect("set");
+    // A read-write user behind read-only tokens alone: refused, naming writes.
+    let stderr = gateway_refusal(&[
+        "--redis",
+        &redis.url(0),
+        "--token",
+        TOKEN,
+        "--readonly-token",
+        READONLY_TOKEN,
+        "--readonly-redis",
+        &redis.url(1),
+    ]);
+    assert!(stderr.contains("read-only tokens may not"), "{stderr}");
+    assert!(
+        stderr.contains("incrby") || stderr.contains("more"),
+        "{stderr}"
+    );
+    // The README's read-only user: served, and Redis refuses every write.
+    let gw = Gateway::start_with(&[
+        "--redis",
+        &redis.url(0),
+        "--token",
+        TOKEN,
+        "--readonly-token",
+        READONLY_TOKEN,
+        "--readonly-redis",
+        &redis.readonly_url(0),
+    ]);
+    let c = http();
+    let auth = format!("Bearer {READONLY_TOKEN}");
+    let ro = |body: &'static str| {
+        let (c, url, auth) = (c.clone(), gw.url(), auth.clone());
+        async move { send(&c, "POST", &url, &[("Authorization", &auth)], body).await }
+    };
+    assert_eq!(ro(r#"["GET","keep"]"#).await.json, json!({"result": "me"}));
+    assert_eq!(ro(r#"["SET","keep","x"]"#).await.status, 403);
+    for script in [
+        r#"["EVAL_RO","return redis.call('SET','keep','x')",0]"#,
+        r#"["EVAL_RO","return redis.call('DEL','keep')",0]"#,
+    ] {
+        let r = ro(script).await;
+        assert_eq!(r.status, 400, "{script}: {:?}", r.json);
+    }
+    let r = ro(r#"["EVAL_RO","return redis.call('GET','keep')",0]"#).await;
+    assert_eq!(r.json, json!({"result": "me"}));
+    // The read-write token still writes, through its own user.
+    assert_eq!(
+        post(&c, &gw, "/", r#"["SET","other","v"]"#).await.status,
+        200
+    );
+    let kept: Option<String> = redis::cmd("GET")
+        .arg("keep")
+        .query(&mut redis.conn(0))
+        .expect("get");
+    assert_eq!(kept.as_deref(), Some("me"));
 }

@@ -24,7 +24,10 @@ pub const READONLY_TOKEN: &str = "r34d";
 /// The Redis user gateways connect as ([`Redis::url`]).
 pub const GATEWAY_USER: &str = "gateway";
 
-/// The password of [`GATEWAY_USER`].
+/// The Redis user of read-only tokens ([`Redis::readonly_url`]).
+pub const GATEWAY_READONLY_USER: &str = "gateway-ro";
+
+/// The password of [`GATEWAY_USER`] and [`GATEWAY_READONLY_USER`].
 pub const GATEWAY_PASSWORD: &str = "gateway-test-password";
 
 /// The gateway's README, whose "Redis ACL" section gives the user's rules.
@@ -33,10 +36,16 @@ const GATEWAY_README: &str = include_str!("../../gateway/README.md");
 /// The ACL rules of [`GATEWAY_USER`] as gateway/README.md gives them (the words after
 /// `ACL SETUSER gateway`), with its password.
 pub fn gateway_acl_rules() -> Vec<String> {
+    readme_acl_rules(GATEWAY_USER)
+}
+
+/// The rules gateway/README.md gives `user` (`ACL SETUSER <user> …`), with [`GATEWAY_PASSWORD`].
+fn readme_acl_rules(user: &str) -> Vec<String> {
+    let prefix = format!("ACL SETUSER {user} ");
     let line = GATEWAY_README
         .lines()
-        .find_map(|line| line.strip_prefix("ACL SETUSER gateway "))
-        .expect("gateway/README.md has no `ACL SETUSER gateway …` line");
+        .find_map(|line| line.strip_prefix(prefix.as_str()))
+        .unwrap_or_else(|| panic!("gateway/README.md has no `{prefix}…` line"));
     line.split_whitespace()
         .map(|rule| match rule {
             ">PASSWORD" => format!(">{GATEWAY_PASSWORD}"),
@@ -123,9 +132,11 @@ impl Redis {
         self.process = Process(Some(child));
         let port = self.port;
         wait_until("redis-server", || ping(port));
-        let rules = gateway_acl_rules();
-        let rules: Vec<&str> = rules.iter().map(String::as_str).collect();
-        self.set_user(GATEWAY_USER, &rules);
+        for user in [GATEWAY_USER, GATEWAY_READONLY_USER] {
+            let rules = readme_acl_rules(user);
+            let rules: Vec<&str> = rules.iter().map(String::as_str).collect();
+            self.set_user(user, &rules);
+        }
     }
 
     /// `ACL SETUSER name rules…` as the all-powerful `default` user; panics unless Redis says OK.
@@ -141,6 +152,15 @@ impl Redis {
     pub fn url(&self, db: u8) -> String {
         format!(
             "redis://{GATEWAY_USER}:{GATEWAY_PASSWORD}@127.0.0.1:{}/{db}",
+            self.port
+        )
+    }
+
+    /// `redis://gateway-ro:…@127.0.0.1:<port>/<db>`: database `db` as [`GATEWAY_READONLY_USER`],
+    /// for `--readonly-redis`.
+    pub fn readonly_url(&self, db: u8) -> String {
+        format!(
+            "redis://{GATEWAY_READONLY_USER}:{GATEWAY_PASSWORD}@127.0.0.1:{}/{db}",
             self.port
         )
     }
