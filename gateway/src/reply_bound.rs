@@ -250,7 +250,7 @@ impl<S> Bounded<S> {
     }
 
     /// Follows commands written: an empty one ends a request.
-    fn wrote(&mut self, mut data: &[u8]) -> io::Result<()> {
+    fn follow_commands(&mut self, mut data: &[u8]) -> io::Result<()> {
         while !data.is_empty() {
             let (n, ended) = self.written.advance(data)?;
             data = &data[n..];
@@ -284,7 +284,7 @@ impl<S> Bounded<S> {
 
     /// Follows replies read: complete ones within the budget go to `ready`, the others become
     /// `-REPLYTOOLARGE`.
-    fn read(&mut self, data: &[u8]) -> io::Result<()> {
+    fn follow_replies(&mut self, data: &[u8]) -> io::Result<()> {
         let mut data = data;
         while !data.is_empty() {
             let (n, ended) = self.replies.advance(data)?;
@@ -319,6 +319,26 @@ impl<S> Bounded<S> {
         }
         Ok(())
     }
+
+    /// [`Bounded::follow_replies`] for bytes that cannot take the request past its budget (`request_bytes`
+    /// plus their length is within it) and no reply being held: they stay where they were read,
+    /// and how many of them end complete replies is returned; the rest is held.
+    fn follow_replies_in_place(&mut self, data: &[u8]) -> io::Result<usize> {
+        let mut at = 0;
+        let mut complete = 0;
+        while at < data.len() {
+            let (n, ended) = self.replies.advance(&data[at..])?;
+            at += n;
+            self.request_bytes += n;
+            if ended {
+                complete = at;
+                self.request_replies += 1;
+                self.next_request();
+            }
+        }
+        self.held.extend_from_slice(&data[complete..]);
+        Ok(complete)
+    }
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Bounded<S> {
@@ -328,6 +348,9 @@ impl<S: AsyncRead + Unpin> AsyncRead for Bounded<S> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
+        if buf.remaining() == 0 {
+            return Poll::Ready(Ok(()));
+        }
         loop {
             if this.ready_from < this.ready.len() {
                 let n = (this.ready.len() - this.ready_from).min(buf.remaining());
@@ -342,6 +365,30 @@ impl<S: AsyncRead + Unpin> AsyncRead for Bounded<S> {
                 }
                 return Poll::Ready(Ok(()));
             }
+            if this.held.is_empty() {
+                // Usually replies are small and whole: they are read into `buf` and left there.
+                let before = buf.filled().len();
+                match Pin::new(&mut this.inner).poll_read(cx, buf) {
+                    Poll::Ready(Ok(())) => {}
+                    other => return other,
+                }
+                let n = buf.filled().len() - before;
+                if n == 0 {
+                    return Poll::Ready(Ok(()));
+                }
+                if this.request_bytes.saturating_add(n) <= this.budget {
+                    let complete = this.follow_replies_in_place(&buf.filled()[before..])?;
+                    buf.set_filled(before + complete);
+                    if complete > 0 {
+                        return Poll::Ready(Ok(()));
+                    }
+                } else {
+                    let data = buf.filled()[before..].to_vec();
+                    buf.set_filled(before);
+                    this.follow_replies(&data)?;
+                }
+                continue;
+            }
             let mut chunk = ReadBuf::new(&mut this.chunk);
             match Pin::new(&mut this.inner).poll_read(cx, &mut chunk) {
                 Poll::Ready(Ok(())) => {}
@@ -353,7 +400,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Bounded<S> {
                 return Poll::Ready(Ok(()));
             }
             let data = std::mem::take(&mut this.chunk);
-            let result = this.read(&data[..n]);
+            let result = this.follow_replies(&data[..n]);
             this.chunk = data;
             result?;
         }
@@ -368,7 +415,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Bounded<S> {
     ) -> Poll<io::Result<usize>> {
         let result = Pin::new(&mut self.inner).poll_write(cx, buf);
         if let Poll::Ready(Ok(n)) = result {
-            self.wrote(&buf[..n])?;
+            self.follow_commands(&buf[..n])?;
         }
         result
     }
@@ -390,9 +437,9 @@ mod tests {
     /// were written.
     fn through(budget: usize, commands: &[u8], replies: &[u8], step: usize) -> Vec<u8> {
         let mut bounded = Bounded::new((), budget);
-        bounded.wrote(commands).expect("commands");
+        bounded.follow_commands(commands).expect("commands");
         for piece in replies.chunks(step) {
-            bounded.read(piece).expect("replies");
+            bounded.follow_replies(piece).expect("replies");
         }
         bounded.ready
     }
@@ -422,13 +469,49 @@ mod tests {
     #[test]
     fn replies_read_before_the_mark_is_written_count_for_their_request() {
         let mut bounded = Bounded::new((), 1000);
-        bounded.wrote(GET).expect("command");
-        bounded.read(b"$1\r\na\r\n").expect("reply");
-        bounded.wrote(b"*0\r\n").expect("mark");
-        bounded.wrote(GET).expect("command");
-        bounded.wrote(b"*0\r\n").expect("mark");
+        bounded.follow_commands(GET).expect("command");
+        bounded.follow_replies(b"$1\r\na\r\n").expect("reply");
+        bounded.follow_commands(b"*0\r\n").expect("mark");
+        bounded.follow_commands(GET).expect("command");
+        bounded.follow_commands(b"*0\r\n").expect("mark");
         assert_eq!(bounded.requests, VecDeque::from([1]));
         assert_eq!(bounded.request_replies, 0);
+    }
+
+    #[tokio::test]
+    async fn a_socket_read_in_any_pieces_hands_on_the_bounded_replies() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let commands = [GET, GET, b"*0\r\n", GET, b"*0\r\n", GET, b"*0\r\n"].concat();
+        let big = format!("${}\r\n{}\r\n", 40, "x".repeat(40));
+        let array: &[u8] = b"*2\r\n:1\r\n$1\r\na\r\n";
+        let replies = [big.as_bytes(), big.as_bytes(), b"$2\r\nok\r\n", array].concat();
+        let want = [big.as_bytes(), TOO_LARGE_REPLY, b"$2\r\nok\r\n", array].concat();
+        for step in [1, 3, 16, replies.len()] {
+            let (ours, mut redis) = tokio::io::duplex(4096);
+            let mut bounded = Bounded::new(ours, 60);
+            bounded.write_all(&commands).await.expect("write");
+            let mut sent = vec![0; commands.len()];
+            redis.read_exact(&mut sent).await.expect("commands");
+            assert_eq!(sent, commands);
+            let replies = replies.clone();
+            let feeder = tokio::spawn(async move {
+                for piece in replies.chunks(step) {
+                    redis.write_all(piece).await.expect("reply");
+                    tokio::task::yield_now().await;
+                }
+            });
+            let mut got = Vec::new();
+            let mut small = [0u8; 5];
+            loop {
+                let n = bounded.read(&mut small).await.expect("read");
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&small[..n]);
+            }
+            feeder.await.expect("feeder");
+            assert_eq!(got, want, "pieces of {step}");
+        }
     }
 
     #[test]
