@@ -27,6 +27,9 @@ const KILL_TIMEOUT: Duration = Duration::from_secs(15);
 /// again (a Redis that is down or unreachable is not hammered, and clients get quick 503s).
 const RECONNECT_BACKOFF: Duration = Duration::from_millis(100);
 
+/// How long opening a connection may take at most (less if `--timeout-ms` is shorter).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// How long `/readyz` waits for PING.
 const READY_TIMEOUT: Duration = Duration::from_millis(1000);
 
@@ -131,7 +134,7 @@ impl Backend {
     /// Opens a connection with a [`Bounded`] socket; for TCP, keeps a second handle on the
     /// socket to peek at.
     async fn open(&self) -> Result<Conn, GatewayError> {
-        let connect_timeout = self.timeout.min(Duration::from_secs(2));
+        let connect_timeout = self.timeout.min(CONNECT_TIMEOUT);
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(connect_timeout))
             .set_response_timeout(Some(self.timeout));
@@ -154,16 +157,7 @@ impl Backend {
                 let probe = socket.try_clone().map_err(unavailable)?;
                 probe.set_nonblocking(true).map_err(unavailable)?;
                 let stream = tokio::net::TcpStream::from_std(socket).map_err(unavailable)?;
-                let stream = Bounded::new(stream, self.max_reply_bytes);
-                let setup = tokio::time::timeout(
-                    connect_timeout,
-                    MultiplexedConnection::new_with_config(info.redis_settings(), stream, config),
-                )
-                .await
-                .map_err(|_| GatewayError::Timeout)?;
-                let (conn, driver) = setup.map_err(io_error)?;
-                tokio::spawn(driver);
-                (conn, Some(Arc::new(probe)))
+                (self.handshake(stream, config).await?, Some(Arc::new(probe)))
             }
             #[cfg(unix)]
             ConnectionAddr::Unix(path) => {
@@ -172,16 +166,7 @@ impl Backend {
                         .await
                         .map_err(connecting)?
                         .map_err(unavailable)?;
-                let stream = Bounded::new(stream, self.max_reply_bytes);
-                let setup = tokio::time::timeout(
-                    connect_timeout,
-                    MultiplexedConnection::new_with_config(info.redis_settings(), stream, config),
-                )
-                .await
-                .map_err(|_| GatewayError::Timeout)?;
-                let (conn, driver) = setup.map_err(io_error)?;
-                tokio::spawn(driver);
-                (conn, None)
+                (self.handshake(stream, config).await?, None)
             }
             other => {
                 return Err(GatewayError::Unavailable(format!(
@@ -190,6 +175,27 @@ impl Backend {
             }
         };
         Ok(Conn { conn, probe })
+    }
+
+    /// Sets up a multiplexed connection (AUTH, SELECT, …) on `stream`, made [`Bounded`], and
+    /// starts its driver.
+    async fn handshake<S>(
+        &self,
+        stream: S,
+        config: AsyncConnectionConfig,
+    ) -> Result<MultiplexedConnection, GatewayError>
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let info = self.client.get_connection_info();
+        let stream = Bounded::new(stream, self.max_reply_bytes);
+        let setup = MultiplexedConnection::new_with_config(info.redis_settings(), stream, config);
+        let (conn, driver) = tokio::time::timeout(self.timeout.min(CONNECT_TIMEOUT), setup)
+            .await
+            .map_err(|_| GatewayError::Timeout)?
+            .map_err(io_error)?;
+        tokio::spawn(driver);
+        Ok(conn)
     }
 
     /// The shared connection if it is open.

@@ -438,3 +438,54 @@ async fn a_read_only_redis_user_is_checked_for_writes_and_scripts_cannot_write()
         .expect("get");
     assert_eq!(kept.as_deref(), Some("me"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_on_a_unix_socket_is_checked_served_and_bounded_alike() {
+    let dir = std::env::temp_dir().join(format!("gw-unix-{}", test_support::free_port()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let socket = dir.join("redis.sock");
+    let socket = socket.to_str().expect("utf-8 path");
+    let redis = Redis::start_with(&["--unixsocket", socket, "--unixsocketperm", "700"]);
+    let url = format!(
+        "redis+unix://{socket}?user={}&pass={}",
+        test_support::GATEWAY_USER,
+        test_support::GATEWAY_PASSWORD
+    );
+    let gw = Gateway::start_with(&[
+        "--redis",
+        &url,
+        "--token",
+        TOKEN,
+        "--max-reply-bytes",
+        "1000",
+    ]);
+    let c = http();
+    assert_eq!(post(&c, &gw, "/", r#"["SET","k","v"]"#).await.status, 200);
+    let r = post(
+        &c,
+        &gw,
+        "/pipeline",
+        r#"[["GET","k"],["EVAL","return redis.call('FLUSHALL')",0]]"#,
+    )
+    .await;
+    assert_eq!(r.json[0], json!({"result": "v"}));
+    assert!(r.json[1]["error"].is_string(), "{:?}", r.json);
+    let r = post(
+        &c,
+        &gw,
+        "/",
+        r#"["EVAL_RO","return string.rep('x', 5000)",0]"#,
+    )
+    .await;
+    assert_eq!(r.status, 400);
+    assert!(r.json["error"]
+        .as_str()
+        .is_some_and(|e| e.contains("reply is larger")));
+    assert_eq!(
+        post(&c, &gw, "/", r#"["GET","k"]"#).await.json,
+        json!({"result": "v"})
+    );
+    drop(gw);
+    drop(redis);
+    let _ = std::fs::remove_dir_all(&dir);
+}
