@@ -15,12 +15,28 @@ async fn script_kill_reaches_a_redis_busy_with_an_endless_script() {
     let redis = Redis::start_with(&["--busy-reply-threshold", "200"]);
     let gw = Gateway::in_front_of(&redis, &["--timeout-ms", "1000"]);
     let c = http();
-    // The kill through `/`, then through `/pipeline` as @upstash/redis sends it.
-    for (path, kill) in [
-        ("/", r#"["SCRIPT","KILL"]"#),
-        ("/pipeline", r#"[["script","kill"]]"#),
+    // An endless function, loaded by the operator (the gateway's user may not load code).
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("#!lua name=spin\nredis.register_function('spin', function() while true do end end)")
+        .query(&mut redis.conn(0))
+        .expect("FUNCTION LOAD");
+    // The kill through `/`, then through `/pipeline` as @upstash/redis sends it; FUNCTION KILL
+    // for a function.
+    for (path, kill, busy) in [
+        (
+            "/",
+            r#"["SCRIPT","KILL"]"#,
+            r#"["EVAL","while true do end",0]"#,
+        ),
+        (
+            "/pipeline",
+            r#"[["script","kill"]]"#,
+            r#"["EVAL","while true do end",0]"#,
+        ),
+        ("/", r#"["FUNCTION","KILL"]"#, r#"["FCALL","spin",0]"#),
     ] {
-        let hostage = spawn_post(gw.url(), r#"["EVAL","while true do end",0]"#.to_owned());
+        let hostage = spawn_post(gw.url(), busy.to_owned());
         tokio::time::sleep(Duration::from_millis(300)).await;
         wait_readyz(&c, &gw, 503, Duration::from_secs(5)).await;
         let started = Instant::now();
