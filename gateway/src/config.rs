@@ -12,6 +12,9 @@ use crate::server::Limits;
 pub const DEFAULT_DENIED: &str =
     "FLUSHALL,FLUSHDB,CONFIG,SHUTDOWN,DEBUG,MODULE,ACL,SAVE,BGSAVE,BGREWRITEAOF,REPLICAOF,SLAVEOF,FAILOVER,MIGRATE,SWAPDB";
 
+/// The smallest `--max-reply-bytes`.
+const MIN_REPLY_BYTES: usize = 1024;
+
 /// Upstash-compatible REST gateway in front of redis-server.
 ///
 /// Accepts the Upstash REST protocol (`POST /` command arrays, the path form `/set/k/v`,
@@ -188,6 +191,12 @@ impl Config {
             known_scripts_only: args.known_scripts_only,
             scripts_files: args.scripts_file,
         };
+        if config.max_reply_bytes < MIN_REPLY_BYTES {
+            return Err(format!(
+                "--max-reply-bytes must be at least {MIN_REPLY_BYTES} (the connection handshake's \
+                 replies count too)"
+            ));
+        }
         if !config.known_scripts_only && !config.scripts_files.is_empty() {
             return Err("--scripts-file needs --known-scripts-only".into());
         }
