@@ -301,8 +301,13 @@ impl<S> Bounded<S> {
                 } else {
                     self.held.extend_from_slice(part);
                     if ended {
-                        self.ready.extend_from_slice(&self.held);
-                        self.held.clear();
+                        // A large reply changes buffers instead of being copied.
+                        if self.ready.is_empty() {
+                            std::mem::swap(&mut self.ready, &mut self.held);
+                        } else {
+                            self.ready.extend_from_slice(&self.held);
+                            self.held.clear();
+                        }
                         if self.held.capacity() > KEEP_CAPACITY {
                             self.held = Vec::new();
                         }
@@ -320,9 +325,9 @@ impl<S> Bounded<S> {
         Ok(())
     }
 
-    /// [`Bounded::follow_replies`] for bytes that cannot take the request past its budget (`request_bytes`
-    /// plus their length is within it) and no reply being held: they stay where they were read,
-    /// and how many of them end complete replies is returned; the rest is held.
+    /// [`Bounded::follow_replies`] for bytes that cannot take the request past its budget
+    /// (`request_bytes` plus their length is within it), with no reply held: they stay where they
+    /// were read, and how many of them end complete replies is returned; the rest is held.
     fn follow_replies_in_place(&mut self, data: &[u8]) -> io::Result<usize> {
         let mut at = 0;
         let mut complete = 0;
