@@ -473,7 +473,7 @@ async fn a_redis_on_a_unix_socket_is_checked_served_and_bounded_alike() {
         "--token",
         TOKEN,
         "--max-reply-bytes",
-        "1000",
+        "1024",
     ]);
     let c = http();
     assert_eq!(post(&c, &gw, "/", r#"["SET","k","v"]"#).await.status, 200);
