@@ -1,10 +1,10 @@
 //! Test harness shared by the workspace: a real redis-server and the edgelimit-gateway binary on
 //! free loopback ports, killed and reaped on drop (also when a test panics).
 //!
-//! Every redis-server it starts has the ACL user that gateway/README.md tells operators to create
-//! (the rules are read from the README itself), and gateways connect as that user, so every test
-//! runs the gateway as it is meant to run: checking the user's rules at start-up, with Lua scripts
-//! unable to run what the gateway denies.
+//! Every redis-server it starts has the ACL users that gateway/README.md tells operators to create
+//! (`gateway`, and `gateway-ro` for read-only tokens; the rules are read from the README itself),
+//! and gateways connect as them, so every test runs the gateway as it is meant to run: checking
+//! the user's rules at start-up, with Lua scripts unable to run what the gateway denies.
 //!
 //! It knows no `edgelimit` type, so that `edgelimit` itself can use it as a dev-dependency.
 
