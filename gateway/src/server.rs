@@ -268,7 +268,12 @@ async fn connection(
         }
     }
     if !shutting_down {
-        linger(conn.into_parts().io.into_inner()).await;
+        let stream = conn.into_parts().io.into_inner();
+        // A shutdown does not wait for lingering connections.
+        tokio::select! {
+            () = linger(stream) => {}
+            _ = stopped.changed() => {}
+        }
     }
 }
 

@@ -369,3 +369,51 @@ return redis.call('INCR', KEYS[1])"#;
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+#[test]
+fn a_lingering_connection_does_not_hold_up_shutdown() {
+    use std::io::{Read, Write};
+    let redis = Redis::start();
+    let mut gw = Gateway::in_front_of(&redis, &["--max-body-bytes", "1024"]);
+    // A body over the limit, of which the client sends only part, then waits without closing.
+    let mut client = std::net::TcpStream::connect(("127.0.0.1", gw.port)).expect("connect");
+    client
+        .write_all(
+            format!(
+                "POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\
+                 Content-Length: 1000000\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .expect("head");
+    client.write_all(&[b'x'; 4096]).expect("part of the body");
+    client
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("read timeout");
+    let mut reply = Vec::new();
+    let mut byte = [0u8; 1];
+    while !reply.ends_with(b"}") {
+        client.read_exact(&mut byte).expect("the 413");
+        reply.push(byte[0]);
+    }
+    let reply = String::from_utf8_lossy(&reply);
+    assert!(reply.starts_with("HTTP/1.1 413"), "{reply}");
+    assert!(
+        reply.to_ascii_lowercase().contains("connection: close"),
+        "{reply}"
+    );
+    // The gateway lingers on that connection for the rest of the body; a shutdown ends it.
+    std::thread::sleep(Duration::from_millis(200));
+    let started = Instant::now();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &gw.pid().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    assert_eq!(gw.wait_exit(Duration::from_secs(3)), Some(true));
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
+}
