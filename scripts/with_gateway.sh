@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs a command beside a throw-away redis-server, the edgelimit gateway in front of it, and a
-# "black hole" TCP server that accepts connections and never answers.
+# "black hole" TCP server that accepts connections and never answers. The gateway connects as the
+# Redis ACL user of gateway/README.md ("Redis ACL", rules read from there), as operators run it.
 #
 #   bash scripts/with_gateway.sh wasm-pack test --node
 #
@@ -87,9 +88,24 @@ pids+=($!)
 wait_for redis-server "$workdir/redis.log" "$!" \
     bash -c "[[ \"\$(redis-cli -p $redis_port ping)\" == PONG ]]"
 
+# The README's `ACL SETUSER gateway on >PASSWORD …` line, with a password of this run.
+acl_line="$(sed -n 's/^ACL SETUSER gateway //p' gateway/README.md | head -n 1)"
+if [[ -z "$acl_line" ]]; then
+    say "gateway/README.md has no 'ACL SETUSER gateway …' line"
+    exit 1
+fi
+acl_password="edgelimit-acl-$RANDOM$RANDOM"
+read -r -a acl_rules <<<"${acl_line/>PASSWORD/>$acl_password}"
+acl_reply="$(redis-cli -p "$redis_port" ACL SETUSER gateway "${acl_rules[@]}")"
+if [[ "$acl_reply" != OK ]]; then
+    say "ACL SETUSER gateway failed: $acl_reply"
+    exit 1
+fi
+
 token="edgelimit-test-$RANDOM$RANDOM"
-"$gateway_bin" --listen "127.0.0.1:$gateway_port" --redis "redis://127.0.0.1:$redis_port" \
-    --token "$token" --unsafe-allow-admin >"$workdir/gateway.log" 2>&1 &
+"$gateway_bin" --listen "127.0.0.1:$gateway_port" \
+    --redis "redis://gateway:$acl_password@127.0.0.1:$redis_port" \
+    --token "$token" >"$workdir/gateway.log" 2>&1 &
 pids+=($!)
 wait_for edgelimit-gateway "$workdir/gateway.log" "$!" \
     python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$gateway_port/healthz', timeout=1)"

@@ -27,7 +27,10 @@ trap cleanup EXIT
 redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no >/dev/null &
 PIDS+=($!)
 for _ in $(seq 100); do redis-cli -p "$RPORT" ping >/dev/null 2>&1 && break; sleep 0.05; done
-"$GATEWAY" --listen "127.0.0.1:$GPORT" --redis "redis://127.0.0.1:$RPORT" --token "$TOKEN" --unsafe-allow-admin &
+# The gateway connects as the Redis ACL user of gateway/README.md, as operators run it.
+read -r -a ACL_RULES <<<"$(sed -n 's/^ACL SETUSER gateway //p' "$ROOT/gateway/README.md" | head -n 1 | sed 's/>PASSWORD/>bench/')"
+[ "$(redis-cli -p "$RPORT" ACL SETUSER gateway "${ACL_RULES[@]}")" = OK ] || { echo "ACL SETUSER gateway failed" >&2; exit 1; }
+"$GATEWAY" --listen "127.0.0.1:$GPORT" --redis "redis://gateway:bench@127.0.0.1:$RPORT" --token "$TOKEN" &
 PIDS+=($!)
 for _ in $(seq 100); do python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' "http://127.0.0.1:$GPORT/healthz" >/dev/null 2>&1 && break; sleep 0.05; done
 

@@ -3,7 +3,8 @@
 //! Lua scripts run with the rights of the connection's Redis user, not under the gateway's deny
 //! list: with the all-powerful `default` user, `EVAL "return redis.call('FLUSHALL')" 0` wipes
 //! everything. So the gateway connects as an ACL user without those commands, and before serving
-//! asks Redis, with `ACL DRYRUN <user> <command> …`, whether that user could run any of them.
+//! asks Redis, with `ACL DRYRUN <user> <command> …`, whether that user could run any of them. A
+//! Redis URL that serves only read-only tokens is checked for every write command too.
 
 use std::time::Duration;
 
@@ -76,8 +77,75 @@ fn probes(denied: &[String]) -> Vec<Vec<String>> {
     calls
 }
 
-/// Asks Redis at `url` whether its user may run any of the `denied` commands.
-pub async fn check(url: &str, denied: &[String], timeout: Duration) -> Result<(), AclError> {
+/// One call of every command and subcommand that writes (`COMMAND INFO` flags `write`), with as
+/// many arguments as its arity asks for.
+async fn write_probes(
+    conn: &mut impl ConnectionLike,
+    place: &str,
+) -> Result<Vec<Vec<String>>, AclError> {
+    let info = conn
+        .req_packed_command(&redis::cmd("COMMAND").arg("INFO").clone())
+        .await
+        .map_err(|e| AclError::Unreachable(e.to_string()))?;
+    let Value::Array(entries) = info else {
+        return Err(AclError::Refused(format!(
+            "unexpected reply to COMMAND INFO from the {place}"
+        )));
+    };
+    let mut calls = Vec::new();
+    let mut pending: Vec<Value> = entries;
+    while let Some(entry) = pending.pop() {
+        let Value::Array(fields) = entry else {
+            continue;
+        };
+        if let Some(Value::Array(subcommands)) = fields.get(9) {
+            if !subcommands.is_empty() {
+                pending.extend(subcommands.iter().cloned());
+                continue;
+            }
+        }
+        let (Some(name), Some(Value::Int(arity)), Some(Value::Array(flags))) =
+            (fields.first(), fields.get(1), fields.get(2))
+        else {
+            continue;
+        };
+        let writes = flags
+            .iter()
+            .any(|flag| text(flag).as_deref() == Some("write"));
+        let Some(name) = text(name).filter(|_| writes) else {
+            continue;
+        };
+        let mut call: Vec<String> = name.split('|').map(str::to_ascii_uppercase).collect();
+        let wanted = usize::try_from(arity.unsigned_abs()).unwrap_or(0);
+        while call.len() < wanted {
+            call.push("1".to_owned());
+        }
+        calls.push(call);
+    }
+    if calls.is_empty() {
+        return Err(AclError::Refused(format!(
+            "the {place} lists no write command in COMMAND INFO"
+        )));
+    }
+    Ok(calls)
+}
+
+fn text(value: &Value) -> Option<String> {
+    match value {
+        Value::SimpleString(s) => Some(s.clone()),
+        Value::BulkString(bytes) => String::from_utf8(bytes.clone()).ok(),
+        _ => None,
+    }
+}
+
+/// Asks Redis at `url` whether its user may run any of the `denied` commands, or, for a URL of
+/// read-only tokens only (`readonly`), any command that writes.
+pub async fn check(
+    url: &str,
+    denied: &[String],
+    readonly: bool,
+    timeout: Duration,
+) -> Result<(), AclError> {
     let client = Client::open(url).map_err(|e| AclError::Refused(e.to_string()))?;
     let info = client.get_connection_info();
     let user = info
@@ -93,8 +161,12 @@ pub async fn check(url: &str, denied: &[String], timeout: Duration) -> Result<()
         .get_multiplexed_async_connection_with_config(&config)
         .await
         .map_err(|e| AclError::Unreachable(e.to_string()))?;
+    let mut calls = probes(denied);
+    if readonly {
+        calls.extend(write_probes(&mut conn, &place).await?);
+    }
     let mut allowed = Vec::new();
-    for call in probes(denied) {
+    for call in calls {
         let mut cmd = redis::cmd("ACL");
         cmd.arg("DRYRUN").arg(&user).arg(&call);
         let reply = match conn.req_packed_command(&cmd).await {
@@ -144,16 +216,36 @@ pub async fn check(url: &str, denied: &[String], timeout: Duration) -> Result<()
     if allowed.is_empty() {
         return Ok(());
     }
+    let (denied_to, user) = if readonly {
+        (
+            "its read-only tokens may not",
+            "a user without write commands",
+        )
+    } else {
+        ("the gateway denies", "a restricted ACL user")
+    };
     Err(AclError::Refused(format!(
-        "the {place} may run {}, which the gateway denies; Lua scripts run with the user's \
-         rights, so any token could run them through EVAL. Connect as a restricted ACL user \
+        "the {place} may run {}, which {denied_to}; Lua scripts run with the user's \
+         rights, so a token could run them through a script. Connect as {user} \
          (see gateway/README.md, \"Redis ACL\"), or pass --unsafe-allow-admin to serve anyway",
-        allowed.join(", ")
+        named(&allowed)
     )))
 }
 
+/// `a, b, c` for at most 30 names (every denied command fits), then how many more.
+fn named(names: &[String]) -> String {
+    const SHOWN: usize = 30;
+    let mut text = names[..names.len().min(SHOWN)].join(", ");
+    if names.len() > SHOWN {
+        text.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    text
+}
+
 /// Commands whose first argument is a subcommand (ACL rules can name `config|set`).
-const WITH_SUBCOMMANDS: &[&str] = &["ACL", "CONFIG", "FUNCTION", "MODULE"];
+const WITH_SUBCOMMANDS: &[&str] = &[
+    "ACL", "CLIENT", "CLUSTER", "CONFIG", "FUNCTION", "MODULE", "OBJECT", "SCRIPT", "XGROUP",
+];
 
 /// `flushall`, or `config|set` for a subcommand.
 fn call_name(call: &[String]) -> String {

@@ -12,6 +12,9 @@ use crate::server::Limits;
 pub const DEFAULT_DENIED: &str =
     "FLUSHALL,FLUSHDB,CONFIG,SHUTDOWN,DEBUG,MODULE,ACL,SAVE,BGSAVE,BGREWRITEAOF,REPLICAOF,SLAVEOF,FAILOVER,MIGRATE,SWAPDB";
 
+/// The smallest `--max-reply-bytes`.
+const MIN_REPLY_BYTES: usize = 1024;
+
 /// Upstash-compatible REST gateway in front of redis-server.
 ///
 /// Accepts the Upstash REST protocol (`POST /` command arrays, the path form `/set/k/v`,
@@ -32,9 +35,19 @@ pub struct Args {
     #[arg(long, env = "GATEWAY_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
 
-    /// Read-only token for `--redis`: only read commands are accepted with it.
+    /// Read-only token for `--redis` (or `--readonly-redis`): only read commands are accepted
+    /// with it.
     #[arg(long, env = "GATEWAY_READONLY_TOKEN", hide_env_values = true)]
     pub readonly_token: Option<String>,
+
+    /// Redis URL for `--readonly-token` alone, as a user without write commands (its rules are
+    /// checked at start-up); `--redis` by default.
+    #[arg(
+        long = "readonly-redis",
+        env = "GATEWAY_READONLY_REDIS_URL",
+        value_name = "URL"
+    )]
+    pub readonly_redis: Option<String>,
 
     /// File mapping tokens to Redis URLs, one per line: `<token> <redis-url> [rw|ro]`.
     /// Blank lines and lines starting with `#` are ignored. Tokens that share a URL share
@@ -50,8 +63,8 @@ pub struct Args {
     #[arg(long, env = "GATEWAY_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
 
-    /// Largest reply of one request (all the replies of a pipeline together), counted as the
-    /// bytes of its strings; larger replies are refused with a 400 JSON error.
+    /// Largest reply of one request (all the replies of a pipeline together), in bytes as Redis
+    /// sends them; larger replies are refused with a 400 JSON error while they are read.
     #[arg(long, env = "GATEWAY_MAX_REPLY_BYTES", default_value_t = 16 * 1024 * 1024)]
     pub max_reply_bytes: usize,
 
@@ -178,19 +191,30 @@ impl Config {
             known_scripts_only: args.known_scripts_only,
             scripts_files: args.scripts_file,
         };
+        if config.max_reply_bytes < MIN_REPLY_BYTES {
+            return Err(format!(
+                "--max-reply-bytes must be at least {MIN_REPLY_BYTES} (the connection handshake's \
+                 replies count too)"
+            ));
+        }
         if !config.known_scripts_only && !config.scripts_files.is_empty() {
             return Err("--scripts-file needs --known-scripts-only".into());
         }
+        if args.readonly_redis.is_some() && args.readonly_token.is_none() {
+            return Err("--readonly-redis needs --readonly-token".into());
+        }
         if args.token.is_some() || args.readonly_token.is_some() {
-            let url = args
-                .redis
-                .clone()
-                .ok_or("--token/--readonly-token need --redis URL")?;
             if let Some(token) = args.token {
-                config.add(token, &url, false)?;
+                let url = args.redis.as_deref().ok_or("--token needs --redis URL")?;
+                config.add(token, url, false)?;
             }
             if let Some(token) = args.readonly_token {
-                config.add(token, &url, true)?;
+                let url = args
+                    .readonly_redis
+                    .as_deref()
+                    .or(args.redis.as_deref())
+                    .ok_or("--readonly-token needs --redis (or --readonly-redis) URL")?;
+                config.add(token, url, true)?;
             }
         } else if args.redis.is_some() && args.tokens.is_none() {
             return Err("--redis needs --token (or --readonly-token)".into());

@@ -53,30 +53,6 @@ pub fn to_json(value: &Value, base64: bool) -> Json {
     }
 }
 
-/// About how many bytes a value takes in a reply: its strings' lengths, plus 8 for every other
-/// item (numbers, nil, array punctuation). What `--max-reply-bytes` limits.
-pub fn reply_size(value: &Value) -> usize {
-    const ITEM: usize = 8;
-    match value {
-        Value::BulkString(bytes) => bytes.len(),
-        Value::SimpleString(s) => s.len(),
-        Value::VerbatimString { text, .. } => text.len(),
-        Value::Array(items) | Value::Set(items) => items
-            .iter()
-            .fold(ITEM, |sum, v| sum.saturating_add(reply_size(v))),
-        Value::Push { data, .. } => data
-            .iter()
-            .fold(ITEM, |sum, v| sum.saturating_add(reply_size(v))),
-        Value::Map(pairs) => pairs.iter().fold(ITEM, |sum, (k, v)| {
-            sum.saturating_add(reply_size(k))
-                .saturating_add(reply_size(v))
-        }),
-        Value::Attribute { data, .. } => reply_size(data),
-        Value::ServerError(e) => error_text(e).len(),
-        _ => ITEM,
-    }
-}
-
 /// One `{"result": …}` or `{"error": …}` item of a reply.
 pub fn result_item(value: &Value, base64: bool) -> Json {
     match value {

@@ -92,6 +92,14 @@ pub fn json_response(status: StatusCode, body: &serde_json::Value) -> Response {
 
 impl IntoResponse for GatewayError {
     fn into_response(self) -> Response {
-        json_response(self.status(), &self.to_json())
+        let mut response = json_response(self.status(), &self.to_json());
+        if let Self::PayloadTooLarge(_) = self {
+            // The rest of the body is not read, so the connection cannot carry another request:
+            // say so, or a client sends its next request on a connection that is closing.
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        response
     }
 }

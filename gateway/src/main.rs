@@ -9,6 +9,7 @@ mod error;
 mod known_scripts;
 mod policy;
 mod redis_pool;
+mod reply_bound;
 mod routes;
 mod scripts;
 mod server;
@@ -33,7 +34,14 @@ fn build_app(config: &Config) -> Result<Arc<App>, String> {
     let backends = config
         .redis_urls
         .iter()
-        .map(|url| Backend::new(url, config.timeout, config.multi_connections))
+        .map(|url| {
+            Backend::new(
+                url,
+                config.timeout,
+                config.multi_connections,
+                config.max_reply_bytes,
+            )
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let known_scripts = if config.known_scripts_only {
         Some(KnownScripts::new(&config.scripts_files)?)
@@ -47,7 +55,6 @@ fn build_app(config: &Config) -> Result<Arc<App>, String> {
         policy: Policy::new(&config.denied),
         scripts: ScriptMap::new(),
         max_body_bytes: config.max_body_bytes,
-        max_reply_bytes: config.max_reply_bytes,
         max_pipeline_commands: config.max_pipeline_commands,
         sync_counter: AtomicU64::new(0),
     }))
@@ -61,8 +68,13 @@ async fn check_redis_users(config: &Config) -> Result<(), String> {
         tracing::info!("--unsafe-allow-admin: the Redis users' ACL rules are not checked");
         return Ok(());
     }
-    for url in &config.redis_urls {
-        match acl::check(url, &config.denied, config.timeout).await {
+    for (backend, url) in config.redis_urls.iter().enumerate() {
+        let readonly = config
+            .tokens
+            .iter()
+            .filter(|token| token.backend == backend)
+            .all(|token| token.readonly);
+        match acl::check(url, &config.denied, readonly, config.timeout).await {
             Ok(()) => {}
             Err(AclError::Refused(message)) => return Err(message),
             Err(AclError::Unreachable(error)) => {
@@ -71,7 +83,7 @@ async fn check_redis_users(config: &Config) -> Result<(), String> {
                 tokio::spawn(async move {
                     loop {
                         tokio::time::sleep(Duration::from_secs(1)).await;
-                        match acl::check(&url, &denied, timeout).await {
+                        match acl::check(&url, &denied, readonly, timeout).await {
                             Ok(()) => return,
                             Err(AclError::Unreachable(_)) => {}
                             Err(AclError::Refused(message)) => {

@@ -4,6 +4,9 @@
 //! Before a request is written to a connection opened earlier, the socket is peeked: if Redis
 //! has closed it (a restart, `timeout`, `CLIENT KILL`), the request goes to a fresh connection
 //! instead of failing on the dead one. Nothing is ever sent twice.
+//!
+//! Every connection's socket is [`Bounded`]: each request is written as one batch ending with the
+//! empty command that marks it, and its replies are held to `--max-reply-bytes` as they are read.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -14,6 +17,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::command::Command;
 use crate::error::GatewayError;
+use crate::reply_bound::{Bounded, TOO_LARGE};
 
 /// How long `SCRIPT KILL` may take: Redis reads other clients only once a script has run for
 /// `busy-reply-threshold` (5 s by default), so the kill waits at least that long.
@@ -22,6 +26,9 @@ const KILL_TIMEOUT: Duration = Duration::from_secs(15);
 /// After a failed connection attempt, requests fail at once for this long instead of each trying
 /// again (a Redis that is down or unreachable is not hammered, and clients get quick 503s).
 const RECONNECT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// How long opening a connection may take at most (less if `--timeout-ms` is shorter).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How long `/readyz` waits for PING.
 const READY_TIMEOUT: Duration = Duration::from_millis(1000);
@@ -39,6 +46,7 @@ pub struct Backend {
     idle: Arc<Mutex<Vec<Conn>>>,
     slots: Arc<Semaphore>,
     timeout: Duration,
+    max_reply_bytes: usize,
 }
 
 fn to_cmd(command: &Command) -> Cmd {
@@ -75,6 +83,16 @@ impl Conn {
     }
 }
 
+/// A batch of `commands`, with the empty command that marks its end (see [`Bounded`]).
+fn batch(commands: impl IntoIterator<Item = Cmd>) -> Pipeline {
+    let mut pipe = Pipeline::new();
+    for cmd in commands {
+        pipe.add_command(cmd);
+    }
+    pipe.add_command(Cmd::new());
+    pipe
+}
+
 fn io_error(error: RedisError) -> GatewayError {
     if error.is_timeout() {
         GatewayError::Timeout
@@ -86,7 +104,12 @@ fn io_error(error: RedisError) -> GatewayError {
 impl Backend {
     /// Prepares the connections; nothing is opened until the first request, so the gateway
     /// starts (and keeps running) while Redis is down.
-    pub fn new(url: &str, timeout: Duration, dedicated: usize) -> Result<Self, String> {
+    pub fn new(
+        url: &str,
+        timeout: Duration,
+        dedicated: usize,
+        max_reply_bytes: usize,
+    ) -> Result<Self, String> {
         let client = Client::open(url).map_err(|e| format!("invalid Redis URL {url:?}: {e}"))?;
         let info = client.get_connection_info().clone();
         let settings = info
@@ -104,47 +127,75 @@ impl Backend {
             idle: Arc::new(Mutex::new(Vec::new())),
             slots: Arc::new(Semaphore::new(dedicated)),
             timeout,
+            max_reply_bytes,
         })
     }
 
-    /// Opens a connection; for TCP, keeps a second handle on the socket to peek at.
+    /// Opens a connection with a [`Bounded`] socket; for TCP, keeps a second handle on the
+    /// socket to peek at.
     async fn open(&self) -> Result<Conn, GatewayError> {
-        let connect_timeout = self.timeout.min(Duration::from_secs(2));
+        let connect_timeout = self.timeout.min(CONNECT_TIMEOUT);
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(connect_timeout))
             .set_response_timeout(Some(self.timeout));
         let info = self.client.get_connection_info();
-        let ConnectionAddr::Tcp(host, port) = info.addr() else {
-            let conn = self
-                .client
-                .get_multiplexed_async_connection_with_config(&config)
-                .await
-                .map_err(io_error)?;
-            return Ok(Conn { conn, probe: None });
-        };
         let unavailable = |e: std::io::Error| GatewayError::Unavailable(e.to_string());
-        let stream = tokio::time::timeout(
-            connect_timeout,
-            tokio::net::TcpStream::connect((host.as_str(), *port)),
-        )
-        .await
-        .map_err(|_| GatewayError::Unavailable("connecting to redis timed out".to_owned()))?
-        .map_err(unavailable)?;
-        stream.set_nodelay(true).map_err(unavailable)?;
-        let socket = stream.into_std().map_err(unavailable)?;
-        let probe = socket.try_clone().map_err(unavailable)?;
-        probe.set_nonblocking(true).map_err(unavailable)?;
-        let stream = tokio::net::TcpStream::from_std(socket).map_err(unavailable)?;
+        let connecting = |e: tokio::time::error::Elapsed| {
+            GatewayError::Unavailable(format!("connecting to redis timed out ({e})"))
+        };
+        let (conn, probe) = match info.addr() {
+            ConnectionAddr::Tcp(host, port) => {
+                let stream = tokio::time::timeout(
+                    connect_timeout,
+                    tokio::net::TcpStream::connect((host.as_str(), *port)),
+                )
+                .await
+                .map_err(connecting)?
+                .map_err(unavailable)?;
+                stream.set_nodelay(true).map_err(unavailable)?;
+                let socket = stream.into_std().map_err(unavailable)?;
+                let probe = socket.try_clone().map_err(unavailable)?;
+                probe.set_nonblocking(true).map_err(unavailable)?;
+                let stream = tokio::net::TcpStream::from_std(socket).map_err(unavailable)?;
+                (self.handshake(stream, config).await?, Some(Arc::new(probe)))
+            }
+            #[cfg(unix)]
+            ConnectionAddr::Unix(path) => {
+                let stream =
+                    tokio::time::timeout(connect_timeout, tokio::net::UnixStream::connect(path))
+                        .await
+                        .map_err(connecting)?
+                        .map_err(unavailable)?;
+                (self.handshake(stream, config).await?, None)
+            }
+            other => {
+                return Err(GatewayError::Unavailable(format!(
+                    "unsupported Redis address {other}"
+                )))
+            }
+        };
+        Ok(Conn { conn, probe })
+    }
+
+    /// Sets up a multiplexed connection (AUTH, SELECT, …) on `stream`, made [`Bounded`], and
+    /// starts its driver.
+    async fn handshake<S>(
+        &self,
+        stream: S,
+        config: AsyncConnectionConfig,
+    ) -> Result<MultiplexedConnection, GatewayError>
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let info = self.client.get_connection_info();
+        let stream = Bounded::new(stream, self.max_reply_bytes);
         let setup = MultiplexedConnection::new_with_config(info.redis_settings(), stream, config);
-        let (conn, driver) = tokio::time::timeout(connect_timeout, setup)
+        let (conn, driver) = tokio::time::timeout(self.timeout.min(CONNECT_TIMEOUT), setup)
             .await
             .map_err(|_| GatewayError::Timeout)?
             .map_err(io_error)?;
         tokio::spawn(driver);
-        Ok(Conn {
-            conn,
-            probe: Some(Arc::new(probe)),
-        })
+        Ok(conn)
     }
 
     /// The shared connection if it is open.
@@ -204,12 +255,14 @@ impl Backend {
     pub async fn ready(&self) -> Result<(), GatewayError> {
         let ping = async {
             let mut conn = self.shared().await?.conn;
-            conn.req_packed_command(&redis::cmd("PING"))
+            conn.req_packed_commands(&batch([redis::cmd("PING")]), 0, 1)
                 .await
                 .map_err(|e| {
                     self.forget_shared(&e);
                     GatewayError::Unavailable(e.to_string())
-                })
+                })?
+                .pop()
+                .ok_or_else(|| GatewayError::Unavailable("redis sent no reply".to_owned()))
         };
         match tokio::time::timeout(READY_TIMEOUT.min(self.timeout), ping).await {
             Ok(Ok(Value::ServerError(e))) => {
@@ -224,12 +277,10 @@ impl Backend {
     }
 
     /// Runs commands as one pipeline (one write, one round trip) on the shared connection and
-    /// returns one reply per command; error replies are `Value::ServerError` items.
+    /// returns one reply per command; error replies are `Value::ServerError` items. Replies over
+    /// `--max-reply-bytes` together are an error.
     pub async fn pipeline(&self, commands: &[Command]) -> Result<Vec<Value>, GatewayError> {
-        let mut pipe = Pipeline::with_capacity(commands.len());
-        for command in commands {
-            pipe.add_command(to_cmd(command));
-        }
+        let pipe = batch(commands.iter().map(to_cmd));
         let run = async {
             let mut conn = self.shared().await?.conn;
             conn.req_packed_commands(&pipe, 0, commands.len())
@@ -239,10 +290,21 @@ impl Backend {
                     io_error(e)
                 })
         };
-        match tokio::time::timeout(self.timeout, run).await {
-            Ok(result) => result,
-            Err(_) => Err(GatewayError::Timeout),
+        let values = match tokio::time::timeout(self.timeout, run).await {
+            Ok(result) => result?,
+            Err(_) => return Err(GatewayError::Timeout),
+        };
+        self.within_budget(&values)?;
+        Ok(values)
+    }
+
+    /// An error if [`Bounded`] replaced replies of the request, over its budget.
+    fn within_budget(&self, values: &[Value]) -> Result<(), GatewayError> {
+        let over = |value: &Value| matches!(value, Value::ServerError(e) if e.code() == TOO_LARGE);
+        if values.iter().any(over) {
+            return Err(GatewayError::ReplyTooLarge(self.max_reply_bytes));
         }
+        Ok(())
     }
 
     /// Runs `SCRIPT KILL` or `FUNCTION KILL` on a connection of its own, opened for it and closed
@@ -277,12 +339,11 @@ impl Backend {
     pub async fn transaction(&self, commands: &[Command]) -> Result<Value, GatewayError> {
         let run = async {
             let mut lease = self.lease().await?;
-            let mut pipe = Pipeline::with_capacity(commands.len() + 2);
-            pipe.add_command(redis::cmd("MULTI"));
-            for command in commands {
-                pipe.add_command(to_cmd(command));
-            }
-            pipe.add_command(redis::cmd("EXEC"));
+            let pipe = batch(
+                std::iter::once(redis::cmd("MULTI"))
+                    .chain(commands.iter().map(to_cmd))
+                    .chain(std::iter::once(redis::cmd("EXEC"))),
+            );
             let conn = lease.conn.as_mut().ok_or(GatewayError::Timeout)?;
             let mut values = conn
                 .conn
@@ -290,6 +351,7 @@ impl Backend {
                 .await
                 .map_err(io_error)?;
             lease.release();
+            self.within_budget(&values)?;
             values
                 .pop()
                 .ok_or_else(|| GatewayError::Unavailable("redis sent no reply to EXEC".to_owned()))

@@ -21,7 +21,7 @@ use tower_http::cors::{Any, CorsLayer};
 
 use crate::auth::{Grant, TokenTable};
 use crate::command::{self, Command};
-use crate::encoding::{error_text, reply_size, result_item};
+use crate::encoding::{error_text, result_item};
 use crate::error::{json_response, GatewayError};
 use crate::known_scripts::KnownScripts;
 use crate::policy::{self, Policy};
@@ -45,8 +45,6 @@ pub struct App {
     pub scripts: ScriptMap,
     /// Body size limit in bytes.
     pub max_body_bytes: usize,
-    /// Reply size limit per request in bytes (see [`reply_size`]).
-    pub max_reply_bytes: usize,
     /// Command count limit per pipeline or transaction.
     pub max_pipeline_commands: usize,
     /// Source of the opaque `upstash-sync-token` reply header.
@@ -282,14 +280,6 @@ impl Call {
         Ok(())
     }
 
-    /// Refuses replies larger than `--max-reply-bytes`.
-    fn check_reply_size(&self, size: usize) -> Result<(), GatewayError> {
-        if size > self.app.max_reply_bytes {
-            return Err(GatewayError::ReplyTooLarge(self.app.max_reply_bytes));
-        }
-        Ok(())
-    }
-
     /// Checks a command against the rules and rewrites scripts.
     fn prepare(&self, command: &mut Command) -> Result<ReplyFix, GatewayError> {
         self.app.policy.check(command, self.grant.readonly)?;
@@ -310,7 +300,6 @@ impl Call {
                 .pop()
                 .ok_or_else(|| GatewayError::Unavailable("redis sent no reply".to_owned()))?
         };
-        self.check_reply_size(reply_size(&reply))?;
         match apply_fix(reply, &fix) {
             Value::ServerError(e) => Err(GatewayError::Redis(error_text(&e))),
             value => Ok(json_response(
@@ -347,19 +336,6 @@ impl Call {
         } else {
             self.backend().pipeline(&to_send).await?
         };
-        let done: usize = slots
-            .iter()
-            .map(|slot| match slot {
-                Slot::Done(item) => item.to_string().len(),
-                Slot::Shared(_) => 0,
-            })
-            .sum();
-        self.check_reply_size(
-            replies
-                .iter()
-                .map(reply_size)
-                .fold(done, usize::saturating_add),
-        )?;
         let mut replies = replies.into_iter();
         let items: Vec<Json> = slots
             .into_iter()
@@ -381,7 +357,6 @@ impl Call {
             fixes.push(self.prepare(command)?);
         }
         let reply = self.backend().transaction(&commands).await?;
-        self.check_reply_size(reply_size(&reply))?;
         match reply {
             Value::Array(values) => {
                 let items: Vec<Json> = values

@@ -1,5 +1,6 @@
 //! The HTTP/1.1 accept loop: a cap on open connections, a header-read and an idle timeout per
-//! connection, and a graceful shutdown with a deadline. (`axum::serve` has none of these.)
+//! connection, a lingering close, and a graceful shutdown with a deadline. (`axum::serve` has none
+//! of these.)
 
 use std::future::Future;
 use std::io;
@@ -33,6 +34,14 @@ pub struct Limits {
     /// After the shutdown signal, how long in-flight requests may take before the process exits.
     pub shutdown_grace: Duration,
 }
+
+/// After the last reply, how long a connection may keep sending (the rest of a body refused with
+/// 413) before it is closed: closing with unread data makes the kernel send a reset, which can
+/// reach the client before the reply it has not read yet.
+const LINGER_TIME: Duration = Duration::from_secs(5);
+
+/// How many bytes a lingering connection may send before it is closed anyway.
+const LINGER_BYTES: usize = 16 * 1024 * 1024;
 
 /// "No time": `head_started` when no request head is being read.
 const NONE: u64 = u64::MAX;
@@ -224,27 +233,27 @@ async fn connection(
     let hyper_service = hyper::service::service_fn(move |request: Request<Incoming>| {
         let guard = on_request.begin();
         let service = service.clone();
-        async move {
+        // Boxed: `poll_without_shutdown` (the socket back, to linger) needs an `Unpin` future.
+        Box::pin(async move {
             let response = service.oneshot(request.map(Body::new)).await;
             drop(guard);
             response
-        }
+        })
     });
-    let conn = hyper::server::conn::http1::Builder::new()
+    let mut conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .serve_connection(io, hyper_service);
-    tokio::pin!(conn);
     let tick = limits.header_read.min(limits.idle) / 4;
     let mut watchdog =
         tokio::time::interval(tick.clamp(Duration::from_millis(5), Duration::from_secs(1)));
     let mut shutting_down = false;
     loop {
         tokio::select! {
-            result = conn.as_mut() => {
+            result = std::future::poll_fn(|cx| conn.poll_without_shutdown(cx)) => {
                 if let Err(error) = result {
                     tracing::debug!(%error, "connection ended with an error");
                 }
-                return;
+                break;
             }
             _ = watchdog.tick(), if !shutting_down => {
                 if let Some(reason) = activity.expired(&limits) {
@@ -254,8 +263,36 @@ async fn connection(
             }
             _ = stopped.changed(), if !shutting_down => {
                 shutting_down = true;
-                conn.as_mut().graceful_shutdown();
+                Pin::new(&mut conn).graceful_shutdown();
             }
         }
     }
+    if !shutting_down {
+        let stream = conn.into_parts().io.into_inner();
+        // A shutdown does not wait for lingering connections.
+        tokio::select! {
+            () = linger(stream) => {}
+            _ = stopped.changed() => {}
+        }
+    }
+}
+
+/// Closes a connection politely: sends FIN after the replies, then reads and discards what the
+/// client still sends (at most `LINGER_BYTES`, for at most `LINGER_TIME`) until it closes too.
+async fn linger(mut stream: Tracked) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    if stream.shutdown().await.is_err() {
+        return;
+    }
+    let drain = async {
+        let mut sink = vec![0u8; 16 * 1024];
+        let mut left = LINGER_BYTES;
+        while left > 0 {
+            match stream.read(&mut sink).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(LINGER_TIME, drain).await;
 }

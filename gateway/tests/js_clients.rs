@@ -64,8 +64,21 @@ fn upstash_ratelimit_multi_region_over_two_servers() {
     assert!(out.contains("all checks passed"), "{out}");
 }
 
-/// Runs a node script from tests/js with the given environment; fails loudly if node or the
-/// npm packages are missing.
+#[test]
+fn a_body_over_the_limit_gets_the_json_413_every_time() {
+    let redis = Redis::start();
+    let gw = Gateway::start(&redis.url(0));
+    let out = run_node(
+        "large_body.mjs",
+        &[
+            ("GATEWAY_URL", gw.url()),
+            ("GATEWAY_TOKEN", TOKEN.to_owned()),
+            ("ROUNDS", "60".to_owned()),
+        ],
+    );
+    assert!(out.contains("all checks passed"), "{out}");
+}
+
 /// Runs `ratelimit.mjs` (single region) against `gw` in front of `redis`; it must pass.
 fn run_ratelimit_checks(redis: &Redis, gw: &Gateway) {
     let out = run_node(
@@ -79,6 +92,8 @@ fn run_ratelimit_checks(redis: &Redis, gw: &Gateway) {
     assert!(out.contains("all checks passed"), "{out}");
 }
 
+/// Runs a node script from tests/js with the given environment; fails loudly if node or the
+/// npm packages are missing.
 fn run_node(script: &str, env: &[(&str, String)]) -> String {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/js");
     let path = dir.join(script);

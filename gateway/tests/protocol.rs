@@ -457,6 +457,23 @@ fn help_explains_flags() {
     ] {
         assert!(text.contains(flag), "{flag} missing from --help");
     }
+    // The README's flag table names every flag with its environment variable.
+    let readme = include_str!("../README.md");
+    let flags: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || c == ',' || c == '[')
+        .filter(|word| word.starts_with("--") && word.len() > 2)
+        .filter(|word| !["--help", "--version"].contains(word))
+        .collect();
+    assert!(flags.len() > 10, "{flags:?}");
+    for flag in flags {
+        let row = readme
+            .lines()
+            .find(|line| line.starts_with(&format!("| `{flag}` (`GATEWAY_")));
+        assert!(
+            row.is_some(),
+            "{flag} has no row in the README's flag table"
+        );
+    }
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_edgelimit-gateway"))
         .output()
         .unwrap();

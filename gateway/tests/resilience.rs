@@ -315,33 +315,105 @@ return 'done'"#;
     );
 }
 
+/// How many connections the gateway's Redis user has open, as Redis counts them.
+fn gateway_connections(redis: &Redis) -> usize {
+    let list: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query(&mut redis.conn(0))
+        .expect("CLIENT LIST");
+    list.lines()
+        .filter(|line| line.contains(&format!(" user={} ", test_support::GATEWAY_USER)))
+        .count()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_request_fails_right_after_redis_restarts() {
     let mut redis = Redis::start();
     let gw = Gateway::in_front_of(&redis, &[]);
     let c = http();
+    // Keeps Redis busy for about 30 ms inside a transaction, so concurrent ones overlap.
+    let slow = r#"local t = redis.call('TIME'); local start = t[1] * 1000000 + t[2]
+while true do t = redis.call('TIME'); if t[1] * 1000000 + t[2] - start > 30000 then break end end
+return redis.call('INCR', KEYS[1])"#;
+    let slow_transaction = json!([["EVAL", slow, 1, "b"], ["INCR", "b"]]).to_string();
     let mut failures = Vec::new();
-    for round in 0..5 {
-        // Both kinds of connection in use: the shared one and a pooled transaction connection.
+    for round in 0..3 {
+        // Every kind of connection in use: the shared one and several pooled transaction ones.
         assert_eq!(post(&c, &gw, "/", r#"["INCR","a"]"#).await.status, 200);
-        assert_eq!(
-            post(&c, &gw, "/multi-exec", r#"[["INCR","b"]]"#)
-                .await
-                .status,
-            200
-        );
+        let transactions: Vec<_> = (0..6)
+            .map(|_| spawn_post(format!("{}/multi-exec", gw.url()), slow_transaction.clone()))
+            .collect();
+        for transaction in transactions {
+            let r = transaction.await.expect("task").expect("http request");
+            assert_eq!(r.status, 200, "{:?}", r.json);
+        }
+        let open = gateway_connections(&redis);
+        assert!(open >= 3, "round {round}: only {open} gateway connections");
         // Returns once the new server answers PING.
         redis.restart();
-        for (path, body) in [
-            ("/multi-exec", r#"[["INCR","b"]]"#),
-            ("/", r#"["INCR","a"]"#),
-            ("/pipeline", r#"[["INCR","a"]]"#),
-        ] {
-            let r = post(&c, &gw, path, body).await;
-            if r.status != 200 {
-                failures.push(format!("round {round} {path}: {} {:?}", r.status, r.json));
+        // All at once, on every route: the shared connection and every pooled one are dead.
+        let requests: Vec<_> = (0..6)
+            .map(|_| ("/multi-exec", slow_transaction.clone()))
+            .chain((0..6).map(|i| ("/", format!(r#"["INCR","a{i}"]"#))))
+            .chain((0..6).map(|i| ("/pipeline", format!(r#"[["INCR","p{i}"],["GET","a"]]"#))))
+            .map(|(path, body)| (path, spawn_post(format!("{}{path}", gw.url()), body)))
+            .collect();
+        for (path, request) in requests {
+            match request.await.expect("task") {
+                Ok(r) if r.status == 200 => {}
+                Ok(r) => failures.push(format!("round {round} {path}: {} {:?}", r.status, r.json)),
+                Err(e) => failures.push(format!("round {round} {path}: {e}")),
             }
         }
+        assert_eq!(readyz(&c, &gw).await, 200);
     }
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn a_lingering_connection_does_not_hold_up_shutdown() {
+    use std::io::{Read, Write};
+    let redis = Redis::start();
+    let mut gw = Gateway::in_front_of(&redis, &["--max-body-bytes", "1024"]);
+    // A body over the limit, of which the client sends only part, then waits without closing.
+    let mut client = std::net::TcpStream::connect(("127.0.0.1", gw.port)).expect("connect");
+    client
+        .write_all(
+            format!(
+                "POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\
+                 Content-Length: 1000000\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .expect("head");
+    client.write_all(&[b'x'; 4096]).expect("part of the body");
+    client
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("read timeout");
+    let mut reply = Vec::new();
+    let mut byte = [0u8; 1];
+    while !reply.ends_with(b"}") {
+        client.read_exact(&mut byte).expect("the 413");
+        reply.push(byte[0]);
+    }
+    let reply = String::from_utf8_lossy(&reply);
+    assert!(reply.starts_with("HTTP/1.1 413"), "{reply}");
+    assert!(
+        reply.to_ascii_lowercase().contains("connection: close"),
+        "{reply}"
+    );
+    // The gateway lingers on that connection for the rest of the body; a shutdown ends it.
+    std::thread::sleep(Duration::from_millis(200));
+    let started = Instant::now();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &gw.pid().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    assert_eq!(gw.wait_exit(Duration::from_secs(3)), Some(true));
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
 }

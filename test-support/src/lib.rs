@@ -1,6 +1,11 @@
 //! Test harness shared by the workspace: a real redis-server and the edgelimit-gateway binary on
 //! free loopback ports, killed and reaped on drop (also when a test panics).
 //!
+//! Every redis-server it starts has the ACL users that gateway/README.md tells operators to create
+//! (`gateway`, and `gateway-ro` for read-only tokens; the rules are read from the README itself),
+//! and gateways connect as them, so every test runs the gateway as it is meant to run: checking
+//! the user's rules at start-up, with Lua scripts unable to run what the gateway denies.
+//!
 //! It knows no `edgelimit` type, so that `edgelimit` itself can use it as a dev-dependency.
 
 use std::io::{Read, Write};
@@ -15,6 +20,39 @@ pub const TOKEN: &str = "t0k3n";
 
 /// The read-only token of [`Gateway::start`].
 pub const READONLY_TOKEN: &str = "r34d";
+
+/// The Redis user gateways connect as ([`Redis::url`]).
+pub const GATEWAY_USER: &str = "gateway";
+
+/// The Redis user of read-only tokens ([`Redis::readonly_url`]).
+pub const GATEWAY_READONLY_USER: &str = "gateway-ro";
+
+/// The password of [`GATEWAY_USER`] and [`GATEWAY_READONLY_USER`].
+pub const GATEWAY_PASSWORD: &str = "gateway-test-password";
+
+/// The gateway's README, whose "Redis ACL" section gives the user's rules.
+const GATEWAY_README: &str = include_str!("../../gateway/README.md");
+
+/// The ACL rules of [`GATEWAY_USER`] as gateway/README.md gives them (the words after
+/// `ACL SETUSER gateway`), with its password.
+pub fn gateway_acl_rules() -> Vec<String> {
+    readme_acl_rules(GATEWAY_USER)
+}
+
+/// The rules gateway/README.md gives `user` (`ACL SETUSER <user> …`), with [`GATEWAY_PASSWORD`].
+fn readme_acl_rules(user: &str) -> Vec<String> {
+    let prefix = format!("ACL SETUSER {user} ");
+    let line = GATEWAY_README
+        .lines()
+        .find_map(|line| line.strip_prefix(prefix.as_str()))
+        .unwrap_or_else(|| panic!("gateway/README.md has no `{prefix}…` line"));
+    line.split_whitespace()
+        .map(|rule| match rule {
+            ">PASSWORD" => format!(">{GATEWAY_PASSWORD}"),
+            other => other.to_owned(),
+        })
+        .collect()
+}
 
 /// How long a server may take to come up.
 const STARTUP: Duration = Duration::from_secs(20);
@@ -94,10 +132,42 @@ impl Redis {
         self.process = Process(Some(child));
         let port = self.port;
         wait_until("redis-server", || ping(port));
+        for user in [GATEWAY_USER, GATEWAY_READONLY_USER] {
+            let rules = readme_acl_rules(user);
+            let rules: Vec<&str> = rules.iter().map(String::as_str).collect();
+            self.set_user(user, &rules);
+        }
     }
 
-    /// `redis://127.0.0.1:<port>/<db>`.
+    /// `ACL SETUSER name rules…` as the all-powerful `default` user; panics unless Redis says OK.
+    pub fn set_user(&self, name: &str, rules: &[&str]) {
+        let mut args = vec!["ACL", "SETUSER", name];
+        args.extend_from_slice(rules);
+        let reply = command(self.port, &args);
+        assert_eq!(reply, "+OK\r\n", "ACL SETUSER {name}");
+    }
+
+    /// `redis://gateway:…@127.0.0.1:<port>/<db>`: database `db` as [`GATEWAY_USER`], what a
+    /// gateway connects with.
     pub fn url(&self, db: u8) -> String {
+        format!(
+            "redis://{GATEWAY_USER}:{GATEWAY_PASSWORD}@127.0.0.1:{}/{db}",
+            self.port
+        )
+    }
+
+    /// `redis://gateway-ro:…@127.0.0.1:<port>/<db>`: database `db` as [`GATEWAY_READONLY_USER`],
+    /// for `--readonly-redis`.
+    pub fn readonly_url(&self, db: u8) -> String {
+        format!(
+            "redis://{GATEWAY_READONLY_USER}:{GATEWAY_PASSWORD}@127.0.0.1:{}/{db}",
+            self.port
+        )
+    }
+
+    /// `redis://127.0.0.1:<port>/<db>`: the all-powerful `default` user, for a test's own checks
+    /// behind the gateway's back.
+    pub fn admin_url(&self, db: u8) -> String {
         format!("redis://127.0.0.1:{}/{db}", self.port)
     }
 
@@ -122,6 +192,24 @@ fn ping(port: u16) -> bool {
     stream.write_all(b"PING\r\n").is_ok()
         && stream.read_exact(&mut reply).is_ok()
         && &reply == b"+PONG\r\n"
+}
+
+/// Sends one command as the `default` user and returns the raw reply (one read).
+fn command(port: u16, args: &[&str]) -> String {
+    let mut request = format!("*{}\r\n", args.len());
+    for arg in args {
+        request.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
+    }
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to redis-server");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("read timeout");
+    stream
+        .write_all(request.as_bytes())
+        .expect("write to redis-server");
+    let mut reply = [0u8; 4096];
+    let n = stream.read(&mut reply).expect("reply from redis-server");
+    String::from_utf8_lossy(&reply[..n]).into_owned()
 }
 
 /// The gateway binary next to the running test executable, built once if it is missing
@@ -177,19 +265,9 @@ impl Gateway {
         Self::start_with(&args)
     }
 
-    /// Starts the gateway with these arguments besides `--listen`, and waits for `/healthz`.
-    ///
-    /// The test Redis servers have only the all-powerful `default` user, so this passes
-    /// `--unsafe-allow-admin` too; [`Gateway::start_strict`] does not.
+    /// Starts the gateway with these arguments besides `--listen`, and waits for `/healthz`. It
+    /// checks the Redis user's ACL rules: give it [`Redis::url`]s.
     pub fn start_with(args: &[&str]) -> Self {
-        let mut all = vec!["--unsafe-allow-admin"];
-        all.extend_from_slice(args);
-        Self::start_strict(&all)
-    }
-
-    /// Starts the gateway with exactly these arguments besides `--listen` (so it checks the Redis
-    /// user's ACL rules), and waits for `/healthz`.
-    pub fn start_strict(args: &[&str]) -> Self {
         let mut gateway = Self {
             port: free_port(),
             args: args.iter().map(|arg| arg.to_string()).collect(),

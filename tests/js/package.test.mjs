@@ -473,8 +473,17 @@ async function until(what, check) {
 }
 
 test("a stopped Redis behind a live gateway is answered by the fail mode, then recovery", { skip: !process.env.EDGELIMIT_GATEWAY_BIN && "EDGELIMIT_GATEWAY_BIN is not set" }, async (t) => {
-  const { spawn } = await import("node:child_process");
+  const { spawn, execFileSync } = await import("node:child_process");
+  const { readFileSync } = await import("node:fs");
   const [redisPort, gatewayPort] = [await freePort(), await freePort()];
+  // The gateway connects as the Redis ACL user of gateway/README.md, as operators run it.
+  const aclLine = readFileSync(new URL("../../gateway/README.md", import.meta.url), "utf8")
+    .split("\n").find((line) => line.startsWith("ACL SETUSER gateway "));
+  const redisCli = (...args) => execFileSync("redis-cli", ["-p", String(redisPort), ...args], { encoding: "utf8" }).trim();
+  const setUpRedis = async () => {
+    await until("redis-server", async () => redisCli("ping") === "PONG");
+    assert.equal(redisCli(...aclLine.replace(">PASSWORD", ">pw").split(/\s+/)), "OK");
+  };
   const children = [];
   const start = (command, args) => {
     const child = spawn(command, args, { stdio: "ignore" });
@@ -484,9 +493,8 @@ test("a stopped Redis behind a live gateway is answered by the fail mode, then r
   t.after(() => children.forEach((child) => child.kill("SIGKILL")));
   const startRedis = () => start("redis-server", ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]);
   let redisServer = startRedis();
-  start(process.env.EDGELIMIT_GATEWAY_BIN, ["--listen", `127.0.0.1:${gatewayPort}`, "--redis", `redis://127.0.0.1:${redisPort}`, "--token", "t", "--timeout-ms", "1000",
-    // A throw-away redis-server's default user may run everything the gateway denies.
-    "--unsafe-allow-admin"]);
+  await setUpRedis();
+  start(process.env.EDGELIMIT_GATEWAY_BIN, ["--listen", `127.0.0.1:${gatewayPort}`, "--redis", `redis://gateway:pw@127.0.0.1:${redisPort}`, "--token", "t", "--timeout-ms", "1000"]);
   const url = `http://127.0.0.1:${gatewayPort}`;
   await until("the gateway", async () => (await fetch(`${url}/healthz`)).ok);
 
@@ -512,6 +520,7 @@ test("a stopped Redis behind a live gateway is answered by the fail mode, then r
   }
 
   redisServer = startRedis();
+  await setUpRedis();
   await until("recovery", async () => (await limits.closed.limit("u")).reason === undefined);
   assert.equal((await limits.open.limit("u")).success, true);
 });

@@ -12,13 +12,13 @@ use test_support::{Gateway, Redis, TOKEN};
 
 /// A direct connection to a test Redis, for checking state behind the gateway's back.
 pub trait Direct {
-    /// A connection to database `db`.
+    /// A connection to database `db` as the all-powerful `default` user.
     fn conn(&self, db: u8) -> redis::Connection;
 }
 
 impl Direct for Redis {
     fn conn(&self, db: u8) -> redis::Connection {
-        redis::Client::open(self.url(db))
+        redis::Client::open(self.admin_url(db))
             .and_then(|c| c.get_connection())
             .expect("direct redis connection")
     }
