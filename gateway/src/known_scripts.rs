@@ -1,7 +1,7 @@
 //! `--known-scripts-only`: EVAL, EVALSHA and SCRIPT LOAD restricted to scripts the gateway knows.
 //!
 //! Without it a token runs any Lua, and Lua can loop forever or call any command Redis allows the
-//! gateway's user. The known scripts are edgelimit's own ([`edgelimit::redis::SCRIPTS`]),
+//! gateway's user. The known scripts are edgelimit's own ([`edgelimit::redis::scripts`]),
 //! `@upstash/ratelimit` 2.2.0's (`known_scripts/upstash_ratelimit_2_2_0/*.lua`, written by
 //! `known_scripts/extract.mjs` from the SDK's dist, each checked against the SHA-1 the SDK ships)
 //! and the ones given with `--scripts-file`.
@@ -58,7 +58,7 @@ impl KnownScripts {
         let mut known = Self {
             shas: HashSet::new(),
         };
-        for script in edgelimit::redis::SCRIPTS {
+        for script in edgelimit::redis::scripts() {
             known.add_text(script.source().as_bytes());
         }
         for text in UPSTASH_RATELIMIT {
@@ -154,7 +154,7 @@ mod tests {
                 "{sha}"
             );
         }
-        for script in edgelimit::redis::SCRIPTS {
+        for script in edgelimit::redis::scripts() {
             assert!(known
                 .check(&Command::of(&["EVALSHA", script.sha1(), "0"]))
                 .is_ok());

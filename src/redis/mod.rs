@@ -17,3 +17,13 @@ pub(crate) use layout::{number_in, MULTI_BUCKET, MULTI_MERGE, MULTI_WINDOW};
 pub use reply::Reply;
 pub use rest::RestClient;
 pub use script::Script;
+
+/// Every script this build of the crate may send: each algorithm's ([`SCRIPTS`]), its guarded variant
+/// ([`GUARDED_SCRIPTS`]) and, with the `multi-region` feature, those of
+/// [`MultiRegionRatelimit`](crate::MultiRegionRatelimit).
+pub fn scripts() -> impl Iterator<Item = &'static Script> {
+    let scripts = SCRIPTS.iter().chain(GUARDED_SCRIPTS.iter());
+    #[cfg(feature = "multi-region")]
+    let scripts = scripts.chain(MULTI_REGION_SCRIPTS.iter());
+    scripts.copied()
+}
