@@ -9,9 +9,9 @@ mod script;
 
 pub use backend::RedisBackend;
 pub use guard::GUARDED_SCRIPTS;
-pub use layout::SCRIPTS;
 #[cfg(feature = "multi-region")]
 pub use layout::MULTI_REGION_SCRIPTS;
+pub use layout::SCRIPTS;
 #[cfg(feature = "multi-region")]
 pub(crate) use layout::{number_in, MULTI_BUCKET, MULTI_MERGE, MULTI_WINDOW};
 pub use reply::Reply;
