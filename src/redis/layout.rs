@@ -138,9 +138,9 @@ pub(crate) fn decode(rule: &Algorithm, fields: &[Reply]) -> Result<Option<State>
 }
 
 /// The number a script wrote as text (Lua's `tostring`, as JSON writes numbers), read by the JSON
-/// parser the replies go through: `None` for any other text.
+/// parser the replies go through (the same instance of it, reading bytes): `None` for any other text.
 pub(crate) fn number_in(text: &str) -> Option<f64> {
-    match serde_json::from_str::<Reply>(text).ok()? {
+    match serde_json::from_slice::<Reply>(text.as_bytes()).ok()? {
         Reply::Integer(integer) => Some(integer as f64),
         Reply::Unsigned(integer) => Some(integer as f64),
         Reply::Float(float) => Some(float),
