@@ -6,6 +6,7 @@
 mod support;
 
 use edgelimit::algorithm::Algorithm;
+use edgelimit::ratelimit::Ratelimit;
 use edgelimit::redis::{RestClient, SCRIPTS};
 use edgelimit::transport::HttpTransport;
 use edgelimit::{
@@ -191,6 +192,57 @@ async fn sixty_four_concurrent_acquirers_get_exactly_the_limit() {
         }
         assert_eq!(admitted, 100, "{}", rule.name());
     }
+}
+
+/// `cachedFixedWindow` in one process: requests of one identifier sent while the first answers are
+/// still on their way, some answered by the local count once known, each write left in the background
+/// as `waitUntil` does. However the answers and writes interleave, no more than the limit is admitted.
+#[tokio::test]
+async fn one_cached_fixed_window_process_admits_at_most_its_limit() {
+    let servers = Servers::start();
+    let limit = 3;
+    let mut random = Random(7);
+    let mut admitted_in_all = 0;
+    for round in 0..40 {
+        let ratelimit = Arc::new(
+            Ratelimit::new(
+                RedisBackend::new(servers.gateway.transport()),
+                FixedWindow::new(limit, Duration::from_secs(3600)).unwrap(),
+            )
+            .with_local_counts(100)
+            .unwrap(),
+        );
+        let identifier = format!("cached-concurrent:{round}");
+        let tasks: Vec<_> = (0..8)
+            .map(|_| {
+                let (ratelimit, identifier) = (ratelimit.clone(), identifier.clone());
+                let delay = Duration::from_micros(random.between(0..=3_000));
+                tokio::spawn(async move {
+                    tokio::time::sleep(delay).await;
+                    let (response, pending) = ratelimit
+                        .limit_with_pending(&identifier, 1.0)
+                        .await
+                        .unwrap();
+                    if let Some(pending) = pending {
+                        tokio::spawn(pending);
+                    }
+                    u64::from(response.success)
+                })
+            })
+            .collect();
+        let mut admitted = 0;
+        for task in tasks {
+            admitted += task.await.unwrap();
+        }
+        assert!(admitted <= limit, "round {round}: {admitted} admitted");
+        admitted_in_all += admitted;
+    }
+    println!("{admitted_in_all} admitted of {}", 40 * limit);
+    // Early denials are allowed (a write counted twice until its answer), but not many.
+    assert!(
+        admitted_in_all >= 40 * limit * 3 / 4,
+        "{admitted_in_all} admitted"
+    );
 }
 
 #[tokio::test]

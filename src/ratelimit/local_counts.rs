@@ -1,5 +1,13 @@
 //! The local counts of `cachedFixedWindow`: this process's view of each key's fixed-window counter, so
 //! that a request can be answered at once and written to the backend afterwards.
+//!
+//! A key's count is the largest the backend has answered in the window plus what this process has sent
+//! and not yet seen answered: requests the backend decides (the first ones of a window, before the
+//! count is known) and the writes of requests answered here. So a request admitted here while another
+//! is on its way never makes one process admit past the limit, whichever reaches the backend first. An
+//! answer that already counts a write still in flight counts it twice until that write's own answer
+//! comes back: meanwhile a request may be denied early, never admitted late. A request whose answer
+//! never comes (dropped, or cancelled) stays counted until the window ends.
 
 use crate::algorithm::FixedWindow;
 // hashbrown's map rather than std's: the memory backend's table is hashbrown's, so the wasm package
@@ -8,8 +16,9 @@ use crate::key_hasher::KeyHasher;
 use hashbrown::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-/// Per key, the window of `rule` it was counted in, the count and the limit that applied; at most
-/// `max_entries` keys, and a key of a past window is dropped when next looked at.
+/// Per key, the window of `rule` it was counted in, what the backend counted, what is on its way and
+/// the limit that applied; at most `max_entries` keys, and a key of a past window is dropped when next
+/// looked at.
 #[derive(Debug)]
 pub(super) struct LocalCounts {
     rule: FixedWindow,
@@ -20,7 +29,10 @@ pub(super) struct LocalCounts {
 #[derive(Debug, Clone, Copy)]
 struct Count {
     window: u64,
-    used: u64,
+    /// The largest count the backend answered in `window`; `None` until its first answer.
+    counted: Option<u64>,
+    /// What requests sent to the backend and not yet answered take.
+    in_flight: u64,
     limit: u64,
 }
 
@@ -55,8 +67,9 @@ impl LocalCounts {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Takes `rate` (a whole number; negative refunds) from `key`'s count in `window`, if that count is
-    /// known; a denied request is not counted, since it is not sent either.
+    /// Takes `rate` (a whole number; negative refunds) from `key`'s count in `window`, if the backend
+    /// has counted it; an admitted rate is then on its way (its write follows, answered with
+    /// [`LocalCounts::answered`]). A denied request is not counted, since it is not sent either.
     pub fn take(&self, key: &str, window: u64, rate: f64) -> Option<Taken> {
         let mut entries = self.lock();
         let count = entries.get_mut(key)?;
@@ -64,54 +77,78 @@ impl LocalCounts {
             entries.remove(key);
             return None;
         }
-        let after = (count.used as f64 + rate).max(0.0) as u64;
-        let allowed = rate <= 0.0 || after <= count.limit;
-        if allowed {
-            count.used = after;
+        let counted = count.counted?;
+        let used = counted.saturating_add(count.in_flight);
+        let allowed = rate <= 0.0 || used as f64 + rate <= count.limit as f64;
+        if rate < 0.0 {
+            count.counted = Some(counted.saturating_sub(-rate as u64));
+        } else if allowed {
+            count.in_flight = count.in_flight.saturating_add(rate as u64);
         }
         Some(Taken {
             allowed,
-            used: count.used,
+            used: count.counted.unwrap_or(0).saturating_add(count.in_flight),
             limit: count.limit,
         })
     }
 
-    /// What `key` has used in `window`, and its limit, if known.
+    /// What `key` has used in `window`, and its limit, once the backend has counted it.
     pub fn peek(&self, key: &str, window: u64) -> Option<Taken> {
         let entries = self.lock();
         let count = entries.get(key).filter(|count| count.window == window)?;
         Some(Taken {
             allowed: true,
-            used: count.used,
+            used: count.counted?.saturating_add(count.in_flight),
             limit: count.limit,
         })
     }
 
-    /// Records the backend's count for `key` in `window`. Within the window the larger of the local and
-    /// the backend's count is kept, so a write still on its way is not forgotten.
-    pub fn record(&self, key: &str, window: u64, used: u64, limit: u64) {
+    /// Notes that a request taking `rate` of `key` in `window` leaves for the backend to decide.
+    pub fn sending(&self, key: &str, window: u64, rate: f64, limit: u64) {
         let mut entries = self.lock();
+        let count = self.entry(&mut entries, key, window, limit);
+        count.in_flight = count.in_flight.saturating_add(rate.max(0.0) as u64);
+    }
+
+    /// Records the backend's answer to a request of `rate` on `key` in `window` (sent with
+    /// [`LocalCounts::sending`], or the write of a [`LocalCounts::take`]): the key's count there is
+    /// `used` at least, and the request is no longer on its way.
+    pub fn answered(&self, key: &str, window: u64, rate: f64, used: u64, limit: u64) {
+        let mut entries = self.lock();
+        let count = self.entry(&mut entries, key, window, limit);
+        if count.window != window {
+            return; // an answer of a past window
+        }
+        count.counted = Some(count.counted.map_or(used, |counted| counted.max(used)));
+        count.in_flight = count.in_flight.saturating_sub(rate.max(0.0) as u64);
+        count.limit = limit;
+    }
+
+    /// `key`'s count, made empty when missing or of a window before `window`; at most `max_entries`.
+    fn entry<'a>(
+        &self,
+        entries: &'a mut HashMap<String, Count, KeyHasher>,
+        key: &str,
+        window: u64,
+        limit: u64,
+    ) -> &'a mut Count {
         if entries.len() >= self.max_entries && !entries.contains_key(key) {
             // Past windows go; if there are none, the table is full of current windows: forget any one
             // (the first met; it is asked of the backend next time).
             let mut spare = entries.values().all(|count| count.window >= window);
             entries.retain(|_, count| count.window >= window && !std::mem::take(&mut spare));
         }
-        let count = entries.entry_ref(key).or_insert(Count {
+        let empty = Count {
             window,
-            used: 0,
-            limit,
-        });
-        let used = if count.window == window {
-            count.used.max(used)
-        } else {
-            used
-        };
-        *count = Count {
-            window,
-            used,
+            counted: None,
+            in_flight: 0,
             limit,
         };
+        let count = entries.entry_ref(key).or_insert(empty);
+        if count.window < window {
+            *count = empty;
+        }
+        count
     }
 
     /// Forgets `key`.
@@ -130,13 +167,19 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    fn counts(limit: u64, max_entries: usize) -> LocalCounts {
+        LocalCounts::new(
+            FixedWindow::new(limit, Duration::from_secs(1)).unwrap(),
+            max_entries,
+        )
+    }
+
     #[test]
     fn full_counts_drop_past_windows_else_any_one_key() {
-        let rule = FixedWindow::new(10, Duration::from_secs(1)).unwrap();
-        let counts = LocalCounts::new(rule, 2);
-        counts.record("a", 5, 1, 10);
-        counts.record("b", 5, 2, 10);
-        counts.record("c", 5, 3, 10);
+        let counts = counts(10, 2);
+        counts.answered("a", 5, 1.0, 1, 10);
+        counts.answered("b", 5, 1.0, 2, 10);
+        counts.answered("c", 5, 1.0, 3, 10);
         assert_eq!(counts.len(), 2);
         assert_eq!(counts.peek("c", 5).map(|count| count.used), Some(3));
         assert_eq!(
@@ -146,8 +189,62 @@ mod tests {
                 .count(),
             1
         );
-        counts.record("d", 6, 4, 10);
+        counts.answered("d", 6, 1.0, 4, 10);
         assert_eq!(counts.len(), 1, "both keys of window 5 went");
         assert_eq!(counts.peek("d", 6).map(|count| count.used), Some(4));
+    }
+
+    #[test]
+    fn requests_on_their_way_count_until_answered() {
+        let counts = counts(3, 10);
+        // Two requests leave for the backend before the key is known; nothing is answered here yet.
+        counts.sending("k", 5, 1.0, 3);
+        counts.sending("k", 5, 1.0, 3);
+        assert_eq!(counts.take("k", 5, 1.0), None);
+        // The first is answered: counted 1, and the second still on its way.
+        counts.answered("k", 5, 1.0, 1, 3);
+        let third = counts.take("k", 5, 1.0).unwrap();
+        assert!(third.allowed);
+        assert_eq!(third.used, 3);
+        // The second's answer does not count the third's write yet: a fourth is still denied.
+        counts.answered("k", 5, 1.0, 2, 3);
+        assert!(!counts.take("k", 5, 1.0).unwrap().allowed);
+        // The third's write is answered: 3 in all, nothing on its way.
+        counts.answered("k", 5, 1.0, 3, 3);
+        assert_eq!(counts.peek("k", 5).unwrap().used, 3);
+    }
+
+    #[test]
+    fn a_write_counted_twice_is_corrected_by_its_own_answer() {
+        let counts = counts(5, 10);
+        counts.sending("k", 5, 1.0, 5);
+        counts.sending("k", 5, 1.0, 5);
+        counts.answered("k", 5, 1.0, 1, 5);
+        assert!(counts.take("k", 5, 1.0).unwrap().allowed);
+        // The write reached the backend before the second request: its answer counts it already.
+        counts.answered("k", 5, 1.0, 3, 5);
+        assert_eq!(
+            counts.peek("k", 5).unwrap().used,
+            4,
+            "counted twice, for now"
+        );
+        counts.answered("k", 5, 1.0, 2, 5);
+        assert_eq!(counts.peek("k", 5).unwrap().used, 3);
+    }
+
+    #[test]
+    fn refunds_lower_the_count_and_new_windows_start_over() {
+        let counts = counts(3, 10);
+        counts.answered("k", 5, 1.0, 3, 3);
+        assert!(!counts.take("k", 5, 1.0).unwrap().allowed);
+        assert!(counts.take("k", 5, -1.0).unwrap().allowed);
+        assert!(counts.take("k", 5, 1.0).unwrap().allowed);
+        // A late answer of a past window changes nothing; the next window is asked of the backend.
+        counts.answered("k", 4, 1.0, 1, 3);
+        assert_eq!(counts.peek("k", 5).unwrap().used, 3);
+        assert_eq!(counts.take("k", 6, 1.0), None);
+        counts.sending("k", 6, 1.0, 3);
+        counts.answered("k", 6, 1.0, 1, 3);
+        assert_eq!(counts.peek("k", 6).unwrap().used, 1);
     }
 }

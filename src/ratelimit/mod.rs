@@ -282,13 +282,22 @@ impl Ratelimit {
             return Ok((block, None));
         }
 
+        if let Some(counts) = &self.local_counts {
+            let window = counts.window(now_micros);
+            counts.sending(&key, window, rate, self.algorithm.capacity());
+        }
         match self.decide(&key, cost).await {
             Ok(decision) => {
                 self.learn(key, rate, &decision, now_micros);
                 Ok((response(decision), None))
             }
-            Err(error) if error.is_invalid_input() => Err(error),
             Err(error) => {
+                if let Some(counts) = &self.local_counts {
+                    counts.remove(&key); // nothing learnt: the backend is asked next time
+                }
+                if error.is_invalid_input() {
+                    return Err(error);
+                }
                 let now_micros = cached_now.unwrap_or_else(|| self.clock.now_micros());
                 Ok((self.fail_mode_response(&error, now_micros / 1_000), None))
             }
@@ -322,7 +331,7 @@ impl Ratelimit {
         let now_ms = now_micros / 1_000;
         if let Some(counts) = &self.local_counts {
             let window = counts.window(now_micros);
-            counts.record(&key, window, used(decision), decision.limit);
+            counts.answered(&key, window, rate, used(decision), decision.limit);
         } else if let (Some(cache), false, Some(retry_after)) =
             (&self.cache, decision.allowed, decision.retry_after)
         {
@@ -470,7 +479,7 @@ impl Ratelimit {
             {
                 Ok(outcome) => {
                     let decision = outcome.decision;
-                    counts.record(&key, window, used(&decision), decision.limit);
+                    counts.answered(&key, window, cost.get(), used(&decision), decision.limit);
                 }
                 // Ask the backend next time, which applies the fail mode if it still fails.
                 Err(_) => counts.remove(&key),
