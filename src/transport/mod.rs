@@ -31,7 +31,9 @@ pub struct HttpReply {
 /// Implementations add `Authorization: Bearer <token>` and `Content-Type: application/json`, apply
 /// their timeout, and map failures to [`crate::Error::Network`] (no reply at all) or
 /// [`crate::Error::Timeout`]. Any reply, whatever its status, is returned as an [`HttpReply`].
-pub trait Transport: MaybeSendSync {
+/// A transport owns what it needs (`'static`), so that a request shared by coalesced callers can
+/// outlive any one of them.
+pub trait Transport: MaybeSendSync + 'static {
     /// POSTs `body` (JSON) to `path` (such as `"/pipeline"`) under the server's base URL.
     fn post<'a>(&'a self, path: &'a str, body: String) -> BoxFuture<'a, Result<HttpReply>>;
 }
