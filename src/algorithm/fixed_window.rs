@@ -126,7 +126,11 @@ impl Policy for FixedWindow {
         if state.used == 0 {
             0
         } else {
-            (state.window + 1) * self.window_ms * 1_000
+            state
+                .window
+                .saturating_add(1)
+                .saturating_mul(self.window_ms)
+                .saturating_mul(1_000)
         }
     }
 }

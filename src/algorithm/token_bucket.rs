@@ -58,6 +58,7 @@ impl TokenBucket {
             Some(state) if now < self.idle_at(&state) => {
                 let steps = now_ms.saturating_sub(state.refilled_at) / self.interval_ms;
                 TokenBucketState {
+                    // Whole steps up to `now_ms`: no overflow.
                     refilled_at: state.refilled_at + steps * self.interval_ms,
                     tokens: (state.tokens + steps as f64 * self.refill_rate as f64)
                         .min(self.max_tokens as f64),
@@ -81,7 +82,12 @@ impl TokenBucket {
         while refilled(steps) < take {
             steps += 1;
         }
-        until(bucket.refilled_at + steps * self.interval_ms, now)
+        until(
+            bucket
+                .refilled_at
+                .saturating_add(steps.saturating_mul(self.interval_ms)),
+            now,
+        )
     }
 }
 
@@ -124,7 +130,7 @@ impl Policy for TokenBucket {
                 allowed,
                 limit: self.max_tokens,
                 remaining: tokens,
-                reset: bucket.refilled_at + self.interval_ms,
+                reset: bucket.refilled_at.saturating_add(self.interval_ms),
                 retry_after,
             },
         }
@@ -144,14 +150,18 @@ impl Policy for TokenBucket {
         }
     }
 
-    /// The moment the bucket is full again: `refilled_at + ceil(missing / refill_rate) · interval`.
+    /// The moment the bucket is full again: `refilled_at + ceil(missing / refill_rate) · interval`,
+    /// saturating (a huge dynamic limit refills for ever).
     fn idle_at(&self, state: &Self::State) -> u64 {
         let missing = self.max_tokens as f64 - state.tokens;
         if missing <= 0.0 {
             return 0;
         }
         let steps = (missing / self.refill_rate as f64).ceil() as u64;
-        (state.refilled_at + steps * self.interval_ms) * 1_000
+        state
+            .refilled_at
+            .saturating_add(steps.saturating_mul(self.interval_ms))
+            .saturating_mul(1_000)
     }
 }
 
