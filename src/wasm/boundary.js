@@ -11,6 +11,19 @@ export function limitResponse(success, limit, remaining, reset, pending, reason)
   return response;
 }
 
+/**
+ * `promise` (of a `limit()` answer) or, if `timeout` ms pass first, the fail mode's answer with reason
+ * "timeout": one timer for the whole call, however many requests it makes (EVALSHA, then EVAL on
+ * NOSCRIPT), cleared when the answer comes first. The call goes on, its answer unused, as the peer's.
+ */
+export function withTimeout(promise, timeout, success, limit) {
+  let timer;
+  const late = new Promise((resolve) => {
+    timer = setTimeout(() => resolve(limitResponse(success, limit, 0, Date.now(), undefined, "timeout")), timeout);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 /** `{ remaining, reset, limit }`, the answer of `getRemaining()`. */
 export function remainingResponse(remaining, reset, limit) {
   return { remaining, reset, limit };
@@ -94,6 +107,17 @@ async function send(fetch, url, init, finish) {
   if (response === null || typeof response !== "object") {
     return finish(-1, ["fetch resolved to something other than a Response", response]);
   }
+  // Every read of the Response is guarded: a getter that throws (a custom fetch's object, a proxy)
+  // fails this request as a network error would, never escaping as an unhandled rejection.
+  let status;
+  try {
+    status = response.status;
+  } catch (error) {
+    return finish(-1, ["reading the status failed", error]);
+  }
+  if (typeof status !== "number") {
+    return finish(-1, ["fetch resolved to a Response without a numeric status", status]);
+  }
   let bytes;
   try {
     // A Response has arrayBuffer(); an object that only has text() is read as text.
@@ -103,5 +127,26 @@ async function send(fetch, url, init, finish) {
   } catch (error) {
     return finish(-1, ["reading the body failed", error]);
   }
-  finish(response.status, bytes);
+  finish(status, bytes);
+}
+
+/** A limit option that `limit()` does not know, found by `limitRate`. */
+export class UnknownOption {
+  constructor(key) {
+    this.key = key;
+  }
+}
+
+/** The options `limit()` knows: its own and `@upstash/ratelimit`'s. */
+const LIMIT_OPTIONS = new Set(["rate", "ip", "userAgent", "country", "geo", "request"]);
+
+/**
+ * `options.rate`, or an `UnknownOption` naming the first key of `options` that `limit()` does not know:
+ * one crossing that both checks the keys and reads the rate.
+ */
+export function limitRate(options) {
+  for (const key in options) {
+    if (!LIMIT_OPTIONS.has(key)) return new UnknownOption(key);
+  }
+  return options.rate;
 }

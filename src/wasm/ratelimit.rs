@@ -3,7 +3,7 @@
 use super::errors::{range_error, to_js_error, type_error};
 use super::limiter::{self, Kind};
 use super::options::{self, get, JsResult};
-use super::promise::promise;
+use super::promise::{self, promise};
 use super::redis::RedisConfig;
 use super::shared_cache::shared_cache;
 use super::sleep::sleep;
@@ -20,22 +20,38 @@ use std::sync::Arc;
 use std::time::Duration;
 use wasm_bindgen::prelude::*;
 
-thread_local! {
-    /// The key `rate`, a JavaScript string made once: `limit` reads it on every call.
-    static RATE: JsValue = JsValue::from_str("rate");
-}
-
 /// The default timeout of a request to Redis, in milliseconds.
 const DEFAULT_TIMEOUT_MS: u64 = 5_000;
 
-/// The most `blockUntilReady` waits and `timeout` allows: `setTimeout`'s limit, 2^31 - 1 ms.
+/// The longest `timeout` armed: `setTimeout`'s limit, 2^31 - 1 ms (about 24.8 days). A longer one is
+/// taken as that (the peer's `setTimeout` overflows instead, and times out after 1 ms).
 const MAX_TIMER_MS: f64 = i32::MAX as f64;
+
+/// The options of `new Ratelimit`: its own, and those of `@upstash/ratelimit` it shares.
+/// `cacheScripts` has no effect in `@upstash/ratelimit` 2.x either (scripts always run by hash), and
+/// `enableTelemetry` none here (edgelimit sends no telemetry), so both values of each are honoured.
+const RATELIMIT_OPTIONS: [&str; 12] = [
+    "redis",
+    "limiter",
+    "prefix",
+    "ephemeralCache",
+    "timeout",
+    "failMode",
+    "dynamicLimits",
+    "analytics",
+    "enableProtection",
+    "denyListThreshold",
+    "cacheScripts",
+    "enableTelemetry",
+];
 
 /// A rate limit: `new Ratelimit({ redis?, limiter, prefix?, ephemeralCache?, timeout?, failMode?,
 /// dynamicLimits? })`.
 #[wasm_bindgen(js_name = Ratelimit)]
 pub struct JsRatelimit {
     inner: Rc<Ratelimit>,
+    /// The bound of a `limit()` call that waits for Redis, in milliseconds; 0 for none.
+    timeout_ms: f64,
 }
 
 #[wasm_bindgen(js_class = Ratelimit)]
@@ -45,6 +61,13 @@ impl JsRatelimit {
     pub fn new(config: JsValue) -> JsResult<JsRatelimit> {
         const CONTEXT: &str = "new Ratelimit";
         let limiter = options::field(CONTEXT, "config", &config, false, "limiter")?;
+        options::known_keys(CONTEXT, &config, &RATELIMIT_OPTIONS)?;
+        for flag in ["cacheScripts", "enableTelemetry"] {
+            let value = get(&config, flag)?;
+            if !(value.is_undefined() || value.as_bool().is_some()) {
+                return Err(type_error(CONTEXT, flag, "must be a boolean", &value));
+            }
+        }
         let (algorithm, cached) = limiter::read(CONTEXT, &limiter)?;
 
         let prefix = get(&config, "prefix")?;
@@ -94,10 +117,12 @@ impl JsRatelimit {
                 CONTEXT,
                 "timeout",
                 &timeout,
-                |millis| millis.fract() == 0.0 && (0.0..=MAX_TIMER_MS).contains(&millis),
-                "must be a whole number of milliseconds from 0 (none) to 2^31 - 1",
+                |millis| millis >= 0.0,
+                "must be a number of milliseconds, 0 for none",
             )?;
-            (millis > 0.0).then(|| Duration::from_millis(millis as u64))
+            // A fraction of a millisecond is kept, as the peer's `setTimeout` keeps it.
+            (millis > 0.0)
+                .then(|| Duration::from_micros((millis.min(MAX_TIMER_MS) * 1_000.0) as u64))
         };
 
         let fail_mode = get(&config, "failMode")?;
@@ -121,6 +146,10 @@ impl JsRatelimit {
         }
 
         let redis = get(&config, "redis")?;
+        let timeout_ms = match timeout {
+            Some(timeout) if !redis.is_undefined() => timeout.as_micros() as f64 / 1_000.0,
+            _ => 0.0,
+        };
         let backend: Arc<dyn Backend> = if redis.is_undefined() {
             Arc::new(MemoryBackend::new())
         } else {
@@ -128,7 +157,7 @@ impl JsRatelimit {
             let transport = FetchTransport::new(&redis.url, &redis.token)
                 .with_timeout(timeout)
                 .with_fetch(redis.fetch);
-            Arc::new(RedisBackend::new(transport))
+            redis_backend(transport)
         };
         let settings = Settings {
             prefix: prefix.unwrap_or_else(|| DEFAULT_PREFIX.to_owned()),
@@ -144,6 +173,7 @@ impl JsRatelimit {
         let limiter = Ratelimit::from_settings(backend, algorithm, settings);
         Ok(JsRatelimit {
             inner: Rc::new(limiter),
+            timeout_ms,
         })
     }
 
@@ -152,10 +182,11 @@ impl JsRatelimit {
     pub fn limit(&self, identifier: JsValue, options: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.limit";
         let arguments = identifier_arg(CONTEXT, &identifier).and_then(|identifier| {
-            let rate = if options.is_undefined() {
+            let rate = if options.is_undefined() || options.is_null() {
                 JsValue::UNDEFINED
             } else if options.is_object() {
-                RATE.with(|rate| Reflect::get(&options, rate))?
+                // The keys are checked in the same crossing that reads the rate (`limitRate`).
+                sys::limit_rate(&options)?
             } else {
                 return Err(type_error(
                     CONTEXT,
@@ -164,37 +195,56 @@ impl JsRatelimit {
                     &options,
                 ));
             };
-            let rate = if rate.is_undefined() {
-                1.0
-            } else {
-                options::number(CONTEXT, "rate", "must be a number", &rate)?
+            // As the peer's `rate ?? 1`.
+            let rate = match rate.as_f64() {
+                Some(rate) => rate,
+                None if rate.is_undefined() || rate.is_null() => 1.0,
+                None => match rate.dyn_ref::<sys::UnknownOption>() {
+                    Some(unknown) => {
+                        return Err(options::unknown_option(
+                            CONTEXT,
+                            &unknown.key(),
+                            &LIMIT_OPTIONS,
+                        ))
+                    }
+                    None => options::number(CONTEXT, "rate", "must be a number", &rate)?,
+                },
             };
             Ok((identifier, rate))
         });
         let limiter = Rc::clone(&self.inner);
-        promise(Box::pin(async move {
-            let (identifier, rate) = arguments?;
-            let (response, pending) = limiter
-                .limit_with_pending(&identifier, rate)
-                .await
-                .map_err(|error| match error {
-                    crate::Error::InvalidCost { reason, .. } => {
-                        range_error(CONTEXT, "rate", reason, &rate.into())
-                    }
-                    other => to_js_error(CONTEXT, &other),
-                })?;
-            // The write of a locally answered request runs now, whether or not anyone awaits it;
-            // `pending` settles (never rejects) when it is done.
-            let pending = match pending {
-                Some(work) => promise(Box::pin(async move {
-                    work.await;
-                    Ok(JsValue::UNDEFINED)
-                }))
-                .into(),
-                None => JsValue::UNDEFINED,
-            };
-            Ok(response_object(&response, &pending))
-        }))
+        let (timeout, success) = (self.timeout_ms, self.inner.fail_mode() == FailMode::Open);
+        let limit = self.inner.algorithm().capacity() as f64;
+        let bound = |waiting| match timeout {
+            0.0 => waiting,
+            _ => sys::with_timeout(&waiting, timeout, success, limit),
+        };
+        promise::bounded(
+            Box::pin(async move {
+                let (identifier, rate) = arguments?;
+                let (response, pending) = limiter
+                    .limit_with_pending(&identifier, rate)
+                    .await
+                    .map_err(|error| match error {
+                        crate::Error::InvalidCost { reason, .. } => {
+                            range_error(CONTEXT, "rate", reason, &rate.into())
+                        }
+                        other => to_js_error(CONTEXT, &other),
+                    })?;
+                // The write of a locally answered request runs now, whether or not anyone awaits it;
+                // `pending` settles (never rejects) when it is done.
+                let pending = match pending {
+                    Some(work) => promise(Box::pin(async move {
+                        work.await;
+                        Ok(JsValue::UNDEFINED)
+                    }))
+                    .into(),
+                    None => JsValue::UNDEFINED,
+                };
+                Ok(response_object(&response, &pending))
+            }),
+            bound,
+        )
     }
 
     /// `blockUntilReady(identifier, timeout)`: calls `limit` until admitted or `timeout` ms have passed,
@@ -203,13 +253,16 @@ impl JsRatelimit {
     pub fn block_until_ready(&self, identifier: JsValue, timeout: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.blockUntilReady";
         let arguments = identifier_arg(CONTEXT, &identifier).and_then(|identifier| {
+            // Any positive number, as the peer: each wait is as long as the limit says, so a long
+            // deadline (even `Infinity`) needs no long timer.
             let millis = options::milliseconds(
                 CONTEXT,
                 "timeout",
                 &timeout,
-                |millis| millis > 0.0 && millis <= MAX_TIMER_MS,
-                "must be a positive number of milliseconds up to 2^31 - 1",
+                |millis| millis > 0.0,
+                "must be a positive number of milliseconds",
             )?;
+            // `as` saturates: `Infinity` waits for ever (2^64 µs).
             let timeout = Duration::from_micros((millis * 1_000.0) as u64);
             Ok((identifier, timeout))
         });
@@ -376,9 +429,24 @@ impl JsRatelimit {
     }
 }
 
-/// The identifier argument: a non-empty string.
+/// The options `limit()` knows (checked in `boundary.js`), for the message naming an unknown one.
+const LIMIT_OPTIONS: [&str; 6] = ["rate", "ip", "userAgent", "country", "geo", "request"];
+
+/// The identifier argument: a string (empty too, as the peer takes it), or a number or bigint as
+/// JavaScript writes it (`String(identifier)`, as the peer's key is made).
 fn identifier_arg(context: &str, identifier: &JsValue) -> JsResult<String> {
-    options::string(context, "identifier", identifier, false)
+    if let Some(text) = identifier.as_string() {
+        return Ok(text);
+    }
+    if identifier.as_f64().is_some() || identifier.is_bigint() {
+        return Ok(sys::string(identifier));
+    }
+    Err(type_error(
+        context,
+        "identifier",
+        "must be a string or a number",
+        identifier,
+    ))
 }
 
 /// `{ success, limit, remaining, reset, pending, reason? }`; `pending` undefined when nothing is left.
@@ -394,6 +462,13 @@ fn response_object(response: &Response, pending: &JsValue) -> JsValue {
         pending,
         &reason,
     )
+}
+
+/// The Redis store over `transport`, shared as every store is (`Arc`). Its coalesced requests are
+/// JavaScript futures, neither `Send` nor `Sync`, which is moot where there is one thread.
+#[allow(clippy::arc_with_non_send_sync)]
+fn redis_backend(transport: FetchTransport) -> Arc<dyn Backend> {
+    Arc::new(RedisBackend::new(transport))
 }
 
 /// A plain object of these properties.

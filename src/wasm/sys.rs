@@ -35,6 +35,28 @@ extern "C" {
     #[wasm_bindgen(js_name = remainingResponse)]
     pub fn remaining_response(remaining: f64, reset: f64, limit: f64) -> JsValue;
 
+    /// A limit option `limit()` does not know, as `limitRate` reports it.
+    pub type UnknownOption;
+
+    /// The unknown key.
+    #[wasm_bindgen(method, getter)]
+    pub fn key(this: &UnknownOption) -> String;
+
+    /// `options.rate`, or an [`UnknownOption`] naming a key of `options` that `limit()` does not know;
+    /// throws what a getter of `options` throws.
+    #[wasm_bindgen(catch, js_name = limitRate)]
+    pub fn limit_rate(options: &JsValue) -> Result<JsValue, JsValue>;
+
+    /// `promise` raced against a timer of `timeout` ms, which answers `limitResponse(success, limit,
+    /// 0, Date.now(), undefined, "timeout")`; the timer is cleared when `promise` settles first.
+    #[wasm_bindgen(js_name = withTimeout)]
+    pub fn with_timeout(
+        promise: &js_sys::Promise,
+        timeout: f64,
+        success: bool,
+        limit: f64,
+    ) -> js_sys::Promise;
+
     /// The headers object every request of one server shares.
     #[wasm_bindgen(js_name = requestHeaders)]
     pub fn request_headers(authorization: &str) -> JsValue;
