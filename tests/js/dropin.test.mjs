@@ -357,3 +357,24 @@ test("a Response whose getters throw is answered by the fail mode, never an unha
     process.off("unhandledRejection", record);
   }
 });
+
+test("a fractional or negative dynamic limit written through the peer is compared as the peer compares it", { skip }, async () => {
+  const upstash = new peerRedis.Redis({ url, token, enableTelemetry: false });
+  for (const stored of ["2.5", "0.5", "-1", "3"]) {
+    for (const name of ["fixedWindow", "slidingWindow", "tokenBucket"]) {
+      const successes = {};
+      for (const [library, { Ratelimit, Redis }] of Object.entries(libraries)) {
+        const prefix = `${run}:stored-limit:${stored}:${name}:${library}`;
+        await upstash.set(`${prefix}:dynamic:global`, stored);
+        const ratelimit = new Ratelimit({ redis: new Redis({ url, token }), limiter: limiters[name](Ratelimit), prefix, dynamicLimits: true, ephemeralCache: false });
+        successes[library] = [];
+        for (let i = 0; i < 4; i++) successes[library].push((await ratelimit.limit("u")).success);
+      }
+      assert.deepEqual(successes.edgelimit, successes.peer, `${name} under a stored limit of ${stored}`);
+      // The peer's sliding window admits while the count is below the limit, the others while it is
+      // at most the limit.
+      const admitted = Math.max(0, (name === "slidingWindow" ? Math.ceil : Math.floor)(Number(stored)));
+      assert.deepEqual(successes.edgelimit, [0, 1, 2, 3].map((i) => i < admitted), `${name}, ${stored}`);
+    }
+  }
+});
