@@ -289,9 +289,10 @@ mod tests {
         let limit = |body| pollster::block_on(RedisBackend::new(Canned(body)).dynamic_limit("k"));
         assert_eq!(limit(r#"[{"result":null}]"#), Ok(None));
         assert_eq!(limit(r#"[{"result":"7"}]"#), Ok(Some(7)));
+        assert_eq!(limit(r#"[{"result":"-1"}]"#), Ok(Some(0)));
         assert_eq!(
-            malformed_message(limit(r#"[{"result":"-1"}]"#)),
-            r#"the dynamic limit in k is not a whole number from 0: "-1""#
+            malformed_message(limit(r#"[{"result":"ten"}]"#)),
+            r#"the dynamic limit in k is not a number: "ten""#
         );
         assert_eq!(
             malformed_message(limit(r#"[{"result":{"a":[1,"\n"]}}]"#)),

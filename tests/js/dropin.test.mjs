@@ -378,3 +378,27 @@ test("a fractional or negative dynamic limit written through the peer is compare
     }
   }
 });
+
+for (const name of ["fixedWindow", "tokenBucket"]) {
+  test(`${name}: refund credit the peer writes is honoured by edgelimit, not erased`, { skip }, async () => {
+    const make = ({ Ratelimit, Redis }, prefix) =>
+      new Ratelimit({ redis: new Redis({ url, token }), limiter: limiters[name](Ratelimit), prefix, ephemeralCache: false });
+    // The same steps, taken by the peer alone and by both in turn: a refund of 3 on a fresh
+    // identifier (a negative counter, a bucket above its maximum), then eight requests.
+    const run_ = async (turns, prefix) => {
+      const instances = turns.map((library) => make(libraries[library], prefix));
+      await (await instances[0].limit("u", { rate: -3 })).pending;
+      const answers = [];
+      for (let i = 0; i < 8; i++) {
+        const { success, remaining } = await instances[(i + 1) % instances.length].limit("u");
+        answers.push([success, remaining]);
+      }
+      return answers;
+    };
+    const peerAlone = await run_(["peer"], `${run}:credit:${name}:peer`);
+    const mixed = await run_(["peer", "edgelimit"], `${run}:credit:${name}:mixed`);
+    assert.deepEqual(mixed, peerAlone);
+    assert.deepEqual(mixed.map(([success]) => success), [true, true, true, true, true, true, true, false]);
+    assert.deepEqual(mixed.slice(0, 7).map(([, remaining]) => remaining), [6, 5, 4, 3, 2, 1, 0]);
+  });
+}
