@@ -183,7 +183,8 @@ impl Ratelimit {
 
     /// The same limit with dynamic limits on or off: when on, a limit stored with
     /// [`Ratelimit::set_dynamic_limit`] (key `<prefix>:dynamic:global`, shared with
-    /// `@upstash/ratelimit`) replaces the algorithm's capacity for every identifier.
+    /// `@upstash/ratelimit`) replaces the algorithm's capacity for every identifier; except with local
+    /// counts, which apply the configured limit, as `@upstash/ratelimit`'s `cachedFixedWindow` does.
     pub fn with_dynamic_limits(mut self, enabled: bool) -> Self {
         self.limit_key = limit_key(&self.prefix, enabled);
         self
@@ -386,6 +387,15 @@ impl Ratelimit {
         self.backend.dynamic_limit(key).await
     }
 
+    /// The dynamic limit the decisions apply: none with local counts, as `@upstash/ratelimit`'s
+    /// `cachedFixedWindow` ignores dynamic limits (so both count alike in a mixed fleet); the limit
+    /// is still stored and read.
+    fn applied_limit_key(&self) -> Option<&str> {
+        self.limit_key
+            .as_deref()
+            .filter(|_| self.local_counts.is_none())
+    }
+
     fn enabled_limit_key(&self) -> Result<&str> {
         self.limit_key.as_deref().ok_or_else(|| Error::Unsupported {
             what: "dynamic limits are not enabled for this limit".to_owned(),
@@ -394,7 +404,7 @@ impl Ratelimit {
 
     /// The backend's decision, through the dynamic limit when enabled.
     async fn decide(&self, key: &str, cost: Cost) -> Result<Decision> {
-        let limit_key = self.limit_key.as_deref();
+        let limit_key = self.applied_limit_key();
         let outcome = self
             .backend
             .decide(key, cost, self.algorithm, limit_key)
@@ -432,7 +442,7 @@ impl Ratelimit {
         let backend = Arc::clone(&self.backend);
         let counts = Arc::clone(counts);
         let algorithm = self.algorithm;
-        let limit_key = self.limit_key.clone();
+        let limit_key = self.applied_limit_key().map(str::to_owned);
         let key = key.to_owned();
         let write: Pending = Box::pin(async move {
             match backend

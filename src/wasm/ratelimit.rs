@@ -145,6 +145,13 @@ impl JsRatelimit {
             ));
         }
 
+        if cached && dynamic_limits.as_bool() == Some(true) {
+            // The peer's warning, word for word: both count alike in a mixed fleet.
+            let _ = sys::console_warn(
+                "Warning: Dynamic limits are not yet supported for cachedFixedWindow algorithm. The dynamicLimits option will be ignored.",
+            );
+        }
+
         let redis = get(&config, "redis")?;
         let timeout_ms = match timeout {
             Some(timeout) if !redis.is_undefined() => timeout.as_micros() as f64 / 1_000.0,

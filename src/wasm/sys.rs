@@ -9,6 +9,10 @@ extern "C" {
     #[wasm_bindgen(catch, js_namespace = console, js_name = error)]
     pub fn console_error(message: &str) -> Result<(), JsValue>;
 
+    /// `console.warn(message)`; throws where there is no console.
+    #[wasm_bindgen(catch, js_namespace = console, js_name = warn)]
+    pub fn console_warn(message: &str) -> Result<(), JsValue>;
+
     /// The global `setTimeout(handler, ms)`; throws where there is none.
     #[wasm_bindgen(catch, js_name = setTimeout)]
     pub fn set_timeout(handler: &JsValue, ms: f64) -> Result<JsValue, JsValue>;

@@ -402,3 +402,34 @@ for (const name of ["fixedWindow", "tokenBucket"]) {
     assert.deepEqual(mixed.slice(0, 7).map(([, remaining]) => remaining), [6, 5, 4, 3, 2, 1, 0]);
   });
 }
+
+test("cachedFixedWindow with dynamicLimits counts against the configured limit in both, with the peer's warning", { skip }, async () => {
+  const upstash = new peerRedis.Redis({ url, token, enableTelemetry: false });
+  const warnings = [];
+  const warn = console.warn;
+  console.warn = (message) => warnings.push({ message });
+  try {
+    const answers = {};
+    for (const [library, { Ratelimit, Redis }] of Object.entries(libraries)) {
+      const prefix = `${run}:cached-dynamic:${library}`;
+      await upstash.set(`${prefix}:dynamic:global`, 4);
+      const before = warnings.length;
+      const ratelimit = new Ratelimit({ redis: new Redis({ url, token }), limiter: Ratelimit.cachedFixedWindow(2, "1 h"), prefix, dynamicLimits: true });
+      if (library === "edgelimit") {
+        const said = "Dynamic limits are not yet supported for cachedFixedWindow algorithm";
+        assert.ok(warnings.slice(before).some(({ message }) => String(message).includes(said)), "edgelimit warns as the peer does");
+      }
+      answers[library] = [];
+      for (let i = 0; i < 4; i++) {
+        const { success, limit, pending } = await ratelimit.limit("u");
+        await pending;
+        answers[library].push([success, limit]);
+      }
+      assert.deepEqual(await ratelimit.getDynamicLimit(), { dynamicLimit: 4 }, "still stored and read");
+    }
+    assert.deepEqual(answers.edgelimit, answers.peer);
+    assert.deepEqual(answers.edgelimit.map(([success]) => success), [true, true, false, false]);
+  } finally {
+    console.warn = warn;
+  }
+});
