@@ -17,11 +17,20 @@ export function limitResponse(success, limit, remaining, reset, pending, reason)
  * NOSCRIPT), cleared when the answer comes first. The call goes on, its answer unused, as the peer's.
  */
 export function withTimeout(promise, timeout, success, limit) {
-  let timer;
-  const late = new Promise((resolve) => {
-    timer = setTimeout(() => resolve(limitResponse(success, limit, 0, Date.now(), undefined, "timeout")), timeout);
+  // One Promise and one `then`, cheaper than `Promise.race` and `finally`.
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => resolve(limitResponse(success, limit, 0, Date.now(), undefined, "timeout")), timeout);
+    promise.then(
+      (answer) => {
+        clearTimeout(timer);
+        resolve(answer);
+      },
+      (error) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
   });
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 /** `{ remaining, reset, limit }`, the answer of `getRemaining()`. */

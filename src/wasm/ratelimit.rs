@@ -202,20 +202,21 @@ impl JsRatelimit {
                     &options,
                 ));
             };
-            // As the peer's `rate ?? 1`.
-            let rate = match rate.as_f64() {
-                Some(rate) => rate,
-                None if rate.is_undefined() || rate.is_null() => 1.0,
-                None => match rate.dyn_ref::<sys::UnknownOption>() {
-                    Some(unknown) => {
-                        return Err(options::unknown_option(
-                            CONTEXT,
-                            &unknown.key(),
-                            &LIMIT_OPTIONS,
-                        ))
-                    }
-                    None => options::number(CONTEXT, "rate", "must be a number", &rate)?,
-                },
+            // As the peer's `rate ?? 1`, in the order of the most frequent cases.
+            let rate = if rate.is_undefined() {
+                1.0
+            } else if let Some(rate) = rate.as_f64() {
+                rate
+            } else if rate.is_null() {
+                1.0
+            } else if let Some(unknown) = rate.dyn_ref::<sys::UnknownOption>() {
+                return Err(options::unknown_option(
+                    CONTEXT,
+                    &unknown.key(),
+                    &LIMIT_OPTIONS,
+                ));
+            } else {
+                options::number(CONTEXT, "rate", "must be a number", &rate)?
             };
             Ok((identifier, rate))
         });
