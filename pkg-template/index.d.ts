@@ -92,9 +92,10 @@ export interface RatelimitConfig {
   ephemeralCache?: Map<string, number> | boolean | number;
   /**
    * How long a `limit()` call may wait for Redis, in milliseconds (fractions kept, at most 2^31 - 1
-   * taken); `0` waits forever. Default `5000`. One timer bounds the whole call, however many requests it
-   * makes (EVALSHA, then EVAL when Redis lacks the script); then the fail mode answers with
-   * `reason: "timeout"`.
+   * taken); `0` waits forever. Default `5000`. It bounds the whole call, however many requests it makes:
+   * when Redis lacks the script, the EVAL after the EVALSHA gets what is left (and runs on in the
+   * background until `timeout` to load the script for the next calls). Then the fail mode answers with
+   * `reason: "timeout"`. Natively (`HttpTransport`), the timeout is per request.
    */
   timeout?: number;
   /**

@@ -10,6 +10,7 @@ use crate::error::{quote, Error, Result};
 use crate::maybe_send::BoxFuture;
 use crate::transport::Transport;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A store in Redis, reached over the Upstash REST protocol through a [`Transport`].
 ///
@@ -89,7 +90,10 @@ impl<T: Transport> RedisBackend<T> {
             keys.push(limit_key.to_owned());
             args.push("1".to_owned());
         }
-        let reply = script.run(&self.client, &keys, &args).await?;
+        // The call's time, for a retry to fit in (see `Script::run`).
+        let clock = &self.clock;
+        let elapsed = || Duration::from_micros(clock.now_micros().saturating_sub(now));
+        let reply = script.run(&self.client, &keys, &args, elapsed).await?;
         let fields = reply.as_array().unwrap_or_default();
         let flag = |index: usize| fields.get(index).and_then(Reply::as_u64);
         let (Some(allowed @ 0..=1), Some(now), Some(capacity)) = (flag(0), flag(1), flag(2)) else {

@@ -13,6 +13,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 /// A client of an Upstash-compatible REST server. Every request goes to `/pipeline`; with coalescing on,
 /// commands issued by concurrent callers in the same tick share one `/pipeline` request (each command
@@ -118,6 +119,19 @@ impl<T: Transport> RestClient<T> {
             // A caller already gone (cancelled while queued) wants nothing.
             let _ = sender.send((batch.clone(), index));
         }
+    }
+
+    /// Runs one command in a request of its own that gives up after `within` at most (see
+    /// [`Transport::post_within`]): for a retry that must fit in what is left of its call's time.
+    pub async fn command_within(&self, command: &[&str], within: Duration) -> Result<Reply> {
+        let body = ["[", &json_array(command), "]"].concat();
+        let reply = self.transport.post_within("/pipeline", body, within).await;
+        let slots = deliver(reply, 1);
+        let slot = slots[0]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        slot.unwrap_or_else(|| Err(malformed("a missing reply")))
     }
 
     fn lock_queue(&self) -> std::sync::MutexGuard<'_, Vec<Queued>> {

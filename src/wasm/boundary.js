@@ -11,28 +11,6 @@ export function limitResponse(success, limit, remaining, reset, pending, reason)
   return response;
 }
 
-/**
- * `promise` (of a `limit()` answer) or, if `timeout` ms pass first, the fail mode's answer with reason
- * "timeout": one timer for the whole call, however many requests it makes (EVALSHA, then EVAL on
- * NOSCRIPT), cleared when the answer comes first. The call goes on, its answer unused, as the peer's.
- */
-export function withTimeout(promise, timeout, success, limit) {
-  // One Promise and one `then`, cheaper than `Promise.race` and `finally`.
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => resolve(limitResponse(success, limit, 0, Date.now(), undefined, "timeout")), timeout);
-    promise.then(
-      (answer) => {
-        clearTimeout(timer);
-        resolve(answer);
-      },
-      (error) => {
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
-}
-
 /** `{ remaining, reset, limit }`, the answer of `getRemaining()`. */
 export function remainingResponse(remaining, reset, limit) {
   return { remaining, reset, limit };
@@ -49,13 +27,31 @@ const KEEPALIVE_MAX_BODY = 64 * 1024;
 /**
  * POSTs `body` to `url` with `fetch` (the global one when `fetch` is undefined), then calls
  * `deliver(id, status, bytes)`, or `deliver(id, -1, [stage, error])` on failure, `stage` saying what
- * failed. With `timeout` > 0 (ms), after that long the request is aborted and delivered as
- * `["timeout"]`, even when a custom `fetch` ignores the signal. `deliver` is one function for every
- * request, so no callback is made per request on the Rust side.
+ * failed. With `abort` > 0 (ms), after that long the request is aborted and delivered as
+ * `["timeout"]`, even when a custom `fetch` ignores the signal. With a shorter `timeout` > 0 (the rest
+ * of a call's time, for an EVAL after NOSCRIPT), `["timeout"]` is delivered then, while the request runs
+ * on until `abort` (so that its script is loaded for the next calls). `deliver` is one function for
+ * every request, so no callback is made per request on the Rust side.
  */
-export function post(fetch, url, headers, body, timeout, id, deliver) {
+export function post(fetch, url, headers, body, abort, timeout, id, deliver) {
+  const early = timeout > 0 && !(abort > 0 && abort <= timeout);
+  if (!early) return postAborting(fetch, url, headers, body, abort, id, deliver);
+  // The rare early answer: the first of the reply and this timer is delivered.
+  let answered = false;
+  const answer = (answerId, status, value) => {
+    clearTimeout(timer);
+    if (answered) return;
+    answered = true;
+    deliver(answerId, status, value);
+  };
+  const timer = setTimeout(answer, timeout, id, -1, ["timeout"]);
+  postAborting(fetch, url, headers, body, abort, id, answer);
+}
+
+/** `post` without an early answer: delivered once, aborted after `abort` ms > 0. */
+function postAborting(fetch, url, headers, body, abort, id, deliver) {
   const init = { method: "POST", headers, body, keepalive: body.length < KEEPALIVE_MAX_BODY };
-  if (!(timeout > 0)) {
+  if (!(abort > 0)) {
     send(fetch, url, init, (status, value) => deliver(id, status, value));
     return;
   }
@@ -73,7 +69,7 @@ export function post(fetch, url, headers, body, timeout, id, deliver) {
   const timer = setTimeout(() => {
     controller.abort();
     finish(-1, ["timeout"]);
-  }, timeout);
+  }, abort);
   send(fetch, url, init, finish);
 }
 

@@ -17,16 +17,10 @@ pub type Task = Pin<Box<dyn Future<Output = JsResult<JsValue>>>>;
 /// ephemeral cache, local counts, bad input) is a settled Promise without a trip through the executor.
 /// A task that waits is handed to the executor, which polls it again with a real waker; every future
 /// registers the waker of its latest poll, so the first poll's no-op waker is never the one woken.
-pub fn promise(task: Task) -> Promise {
-    bounded(task, |waiting| waiting)
-}
-
-/// [`promise`], the Promise of a task that waits passed through `bound` (which races it against a
-/// timer): an answer known at once arms no timer.
-pub fn bounded(mut task: Task, bound: impl FnOnce(Promise) -> Promise) -> Promise {
+pub fn promise(mut task: Task) -> Promise {
     match task.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
         Poll::Ready(Ok(value)) => Promise::resolve(&value),
         Poll::Ready(Err(error)) => Promise::reject(&error),
-        Poll::Pending => bound(future_to_promise(task)),
+        Poll::Pending => future_to_promise(task),
     }
 }

@@ -3,7 +3,7 @@
 use super::errors::{range_error, to_js_error, type_error};
 use super::limiter::{self, Kind};
 use super::options::{self, get, JsResult};
-use super::promise::{self, promise};
+use super::promise::promise;
 use super::redis::RedisConfig;
 use super::shared_cache::shared_cache;
 use super::sleep::sleep;
@@ -50,8 +50,6 @@ const RATELIMIT_OPTIONS: [&str; 12] = [
 #[wasm_bindgen(js_name = Ratelimit)]
 pub struct JsRatelimit {
     inner: Rc<Ratelimit>,
-    /// The bound of a `limit()` call that waits for Redis, in milliseconds; 0 for none.
-    timeout_ms: f64,
 }
 
 #[wasm_bindgen(js_class = Ratelimit)]
@@ -153,10 +151,6 @@ impl JsRatelimit {
         }
 
         let redis = get(&config, "redis")?;
-        let timeout_ms = match timeout {
-            Some(timeout) if !redis.is_undefined() => timeout.as_micros() as f64 / 1_000.0,
-            _ => 0.0,
-        };
         let backend: Arc<dyn Backend> = if redis.is_undefined() {
             Arc::new(MemoryBackend::new())
         } else {
@@ -180,7 +174,6 @@ impl JsRatelimit {
         let limiter = Ratelimit::from_settings(backend, algorithm, settings);
         Ok(JsRatelimit {
             inner: Rc::new(limiter),
-            timeout_ms,
         })
     }
 
@@ -221,38 +214,29 @@ impl JsRatelimit {
             Ok((identifier, rate))
         });
         let limiter = Rc::clone(&self.inner);
-        let (timeout, success) = (self.timeout_ms, self.inner.fail_mode() == FailMode::Open);
-        let limit = self.inner.algorithm().capacity() as f64;
-        let bound = |waiting| match timeout {
-            0.0 => waiting,
-            _ => sys::with_timeout(&waiting, timeout, success, limit),
-        };
-        promise::bounded(
-            Box::pin(async move {
-                let (identifier, rate) = arguments?;
-                let (response, pending) = limiter
-                    .limit_with_pending(&identifier, rate)
-                    .await
-                    .map_err(|error| match error {
-                        crate::Error::InvalidCost { reason, .. } => {
-                            range_error(CONTEXT, "rate", reason, &rate.into())
-                        }
-                        other => to_js_error(CONTEXT, &other),
-                    })?;
-                // The write of a locally answered request runs now, whether or not anyone awaits it;
-                // `pending` settles (never rejects) when it is done.
-                let pending = match pending {
-                    Some(work) => promise(Box::pin(async move {
-                        work.await;
-                        Ok(JsValue::UNDEFINED)
-                    }))
-                    .into(),
-                    None => JsValue::UNDEFINED,
-                };
-                Ok(response_object(&response, &pending))
-            }),
-            bound,
-        )
+        promise(Box::pin(async move {
+            let (identifier, rate) = arguments?;
+            let (response, pending) = limiter
+                .limit_with_pending(&identifier, rate)
+                .await
+                .map_err(|error| match error {
+                    crate::Error::InvalidCost { reason, .. } => {
+                        range_error(CONTEXT, "rate", reason, &rate.into())
+                    }
+                    other => to_js_error(CONTEXT, &other),
+                })?;
+            // The write of a locally answered request runs now, whether or not anyone awaits it;
+            // `pending` settles (never rejects) when it is done.
+            let pending = match pending {
+                Some(work) => promise(Box::pin(async move {
+                    work.await;
+                    Ok(JsValue::UNDEFINED)
+                }))
+                .into(),
+                None => JsValue::UNDEFINED,
+            };
+            Ok(response_object(&response, &pending))
+        }))
     }
 
     /// `blockUntilReady(identifier, timeout)`: calls `limit` until admitted or `timeout` ms have passed,

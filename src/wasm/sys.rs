@@ -51,29 +51,21 @@ extern "C" {
     #[wasm_bindgen(catch, js_name = limitRate)]
     pub fn limit_rate(options: &JsValue) -> Result<JsValue, JsValue>;
 
-    /// `promise` raced against a timer of `timeout` ms, which answers `limitResponse(success, limit,
-    /// 0, Date.now(), undefined, "timeout")`; the timer is cleared when `promise` settles first.
-    #[wasm_bindgen(js_name = withTimeout)]
-    pub fn with_timeout(
-        promise: &js_sys::Promise,
-        timeout: f64,
-        success: bool,
-        limit: f64,
-    ) -> js_sys::Promise;
-
     /// The headers object every request of one server shares.
     #[wasm_bindgen(js_name = requestHeaders)]
     pub fn request_headers(authorization: &str) -> JsValue;
 
     /// POSTs `body` to `url` (with `fetch`, or the global one when undefined), then calls
     /// `deliver(id, true, [status, Uint8Array])`, or `deliver(id, false, [stage, error])` on failure
-    /// (`["timeout"]` after `timeout` ms > 0). Throws only when the runtime lacks what it needs.
+    /// (`["timeout"]` after `timeout` ms > 0; the request is aborted after `abort` ms > 0, at least
+    /// `timeout`). Throws only when the runtime lacks what it needs.
     #[wasm_bindgen(catch)]
     pub fn post(
         fetch: &JsValue,
         url: &JsValue,
         headers: &JsValue,
         body: &str,
+        abort: f64,
         timeout: f64,
         id: u32,
         deliver: &JsValue,
