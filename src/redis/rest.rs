@@ -74,12 +74,19 @@ impl<T: Transport> RestClient<T> {
             // Let every caller that is ready in this tick queue its command; the first to resume
             // sends them all, the others find the queue empty and wait for their batch.
             YieldOnce(false).await;
-            let queued = std::mem::take(&mut *self.lock_queue());
+            let mut queued = std::mem::take(&mut *self.lock_queue());
+            // Alone in its batch, nobody else waits for the request: it needs no sharing.
+            if let [alone] = queued.as_mut_slice() {
+                if alone.batch.is_connected_to(&batch) {
+                    let command = std::mem::take(&mut alone.command);
+                    return self.alone(command, None).await;
+                }
+            }
             if !queued.is_empty() {
                 self.send(queued);
             }
         } else {
-            self.send(vec![queued]);
+            return self.alone(queued.command, None).await;
         }
         // The batch is handed over in the same step that takes the queue, so it always arrives.
         let (batch, index) = batch.await.map_err(|oneshot::Canceled| Error::Network {
@@ -124,14 +131,20 @@ impl<T: Transport> RestClient<T> {
     /// Runs one command in a request of its own that gives up after `within` at most (see
     /// [`Transport::post_within`]): for a retry that must fit in what is left of its call's time.
     pub async fn command_within(&self, command: &[&str], within: Duration) -> Result<Reply> {
-        let body = ["[", &json_array(command), "]"].concat();
-        let reply = self.transport.post_within("/pipeline", body, within).await;
-        let slots = deliver(reply, 1);
-        let slot = slots[0]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        slot.unwrap_or_else(|| Err(malformed("a missing reply")))
+        self.alone(json_array(command), Some(within)).await
+    }
+
+    /// Sends `command` (a JSON array) in a request of its own, within `within` if given.
+    async fn alone(&self, command: String, within: Option<Duration>) -> Result<Reply> {
+        let body = ["[", &command, "]"].concat();
+        let reply = match within {
+            Some(within) => self.transport.post_within("/pipeline", body, within).await,
+            None => self.transport.post("/pipeline", body).await,
+        };
+        let mut replies = decode_pipeline(reply?, 1)?;
+        replies
+            .pop()
+            .unwrap_or_else(|| Err(malformed("a missing reply")))
     }
 
     fn lock_queue(&self) -> std::sync::MutexGuard<'_, Vec<Queued>> {
