@@ -325,8 +325,18 @@ test("a Response whose getters throw is answered by the fail mode, never an unha
   const unhandled = [];
   const record = (reason) => unhandled.push(reason);
   process.on("unhandledRejection", record);
-  const throwing = (getter) => async () =>
-    new Proxy({}, { get: (_, key) => { if (getter === "*" || key === getter) throw new Error(`no ${String(key)}`); return undefined; } });
+  // The real Response of the real gateway, but for one getter (or all: "*"), which throws.
+  const realFetch = globalThis.fetch;
+  const throwing = (getter) => async (input, init) => {
+    const response = await realFetch(input, init);
+    return new Proxy(response, {
+      get: (target, key) => {
+        if (getter === "*" || key === getter) throw new Error(`no ${String(key)}`);
+        const value = Reflect.get(target, key);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+  };
   try {
     for (const getter of ["status", "arrayBuffer", "*"]) {
       for (const failMode of ["open", "closed"]) {
@@ -334,6 +344,8 @@ test("a Response whose getters throw is answered by the fail mode, never an unha
           redis: new edgelimit.Redis({ url, token, fetch: throwing(getter) }),
           limiter: edgelimit.Ratelimit.fixedWindow(4, "1 h"),
           failMode,
+          // Far longer than the call takes: an answer by the timeout would be a "timeout".
+          timeout: 2000,
         });
         const answer = await ratelimit.limit("u");
         assert.deepEqual([answer.success, answer.reason], [failMode === "open", "error"], `${getter}, ${failMode}`);
