@@ -3,11 +3,15 @@
  * state layout of `@upstash/ratelimit` (migrating is an import change; both can share one limit).
  *
  * Every option is checked: a wrong type throws a `TypeError`, a value out of range a `RangeError`,
- * and the message names the field and quotes the value. Methods returning a Promise reject with those
+ * and the message names the field and quotes the value; an option the package does not know throws a
+ * `TypeError` naming it and the nearest known name. Methods returning a Promise reject with those
  * errors instead of throwing.
  */
 
-/** A duration: `"10 s"`, `"10s"`, `"1.5 m"` (units ms, s, m, h, d, w), or a whole number of milliseconds. */
+/**
+ * A duration: `"10 s"`, `"10s"`, `"1.5 m"` (units ms, s, m, h, d, w; rounded to whole milliseconds as
+ * `@upstash/ratelimit` rounds them, so `"1.5 ms"` is 2 ms), or a whole number of milliseconds.
+ */
 export type Duration = `${number} ${"ms" | "s" | "m" | "h" | "d" | "w"}` | `${number}${"ms" | "s" | "m" | "h" | "d" | "w"}` | number;
 
 /**
@@ -32,6 +36,18 @@ export interface RedisConfig {
    * Promise of a `Response` (or of an object with `status` and `text()`).
    */
   fetch?: (input: string, init: RequestInit) => Promise<Response>;
+  /** Accepted as `@upstash/redis` takes it; edgelimit sends no telemetry either way. */
+  enableTelemetry?: boolean;
+}
+
+/**
+ * An `@upstash/redis` `Redis` made with a URL and a token. edgelimit reads them where `@upstash/redis`
+ * 1.x keeps them (`client.baseUrl`, `client.headers.authorization`: it offers no public accessor) and
+ * sends with the global `fetch`, as `@upstash/redis` does; one made over a custom requester throws.
+ */
+export interface UpstashRedis {
+  /** `@upstash/redis`'s HTTP client. */
+  client: unknown;
 }
 
 /** Where the counters live: a Redis reached over the Upstash REST protocol with `fetch`. */
@@ -39,7 +55,8 @@ export class Redis {
   /** Checks the settings; nothing is sent until the first limit. */
   constructor(config: RedisConfig);
   /**
-   * Reads `UPSTASH_REDIS_REST_URL` and `UPSTASH_REDIS_REST_TOKEN` from `env` (a Worker's `env`, say),
+   * Reads `UPSTASH_REDIS_REST_URL` and `UPSTASH_REDIS_REST_TOKEN` (or, as `@upstash/redis` does, Vercel's
+   * `KV_REST_API_URL` and `KV_REST_API_TOKEN` when those are unset) from `env` (a Worker's `env`, say),
    * else from `process.env`, else from `Deno.env`. Throws a `TypeError` naming a variable that is unset.
    */
   static fromEnv(env?: Record<string, unknown>): Redis;
@@ -59,7 +76,7 @@ export interface RatelimitConfig {
    * Where the counters live. Omit it for an in-memory store private to this instance (bounded to
    * 100 000 keys; nothing is shared between processes or isolates).
    */
-  redis?: Redis | RedisConfig;
+  redis?: Redis | RedisConfig | UpstashRedis;
   /** The algorithm, e.g. `Ratelimit.slidingWindow(10, "10 s")`. Required. */
   limiter: Limiter;
   /** Keys are `<prefix>:<identifier>`. Default `"@upstash/ratelimit"`, the same keys as `@upstash/ratelimit`. */
@@ -73,7 +90,13 @@ export interface RatelimitConfig {
    * `cachedFixedWindow`). Expired entries are pruned, so it never grows past its bound.
    */
   ephemeralCache?: Map<string, number> | boolean | number;
-  /** How long to wait for Redis, in whole milliseconds; `0` waits forever. Default `5000`. */
+  /**
+   * How long a `limit()` call may wait for Redis, in milliseconds (fractions kept, at most 2^31 - 1
+   * taken); `0` waits forever. Default `5000`. It bounds the whole call, however many requests it makes:
+   * when Redis lacks the script, the EVAL after the EVALSHA gets what is left (and runs on in the
+   * background until `timeout` to load the script for the next calls). Then the fail mode answers with
+   * `reason: "timeout"`. Natively (`HttpTransport`), the timeout is per request.
+   */
   timeout?: number;
   /**
    * What to answer when Redis fails or times out: `"open"` (default, like `@upstash/ratelimit`) admits
@@ -83,7 +106,11 @@ export interface RatelimitConfig {
   /**
    * Enables `setDynamicLimit`/`getDynamicLimit`: a limit stored in Redis under
    * `<prefix>:dynamic:global` (the key `@upstash/ratelimit` uses) replaces the configured one — tokens,
-   * `maxTokens`, or GCRA's burst — for every identifier, read atomically by each decision. Default `false`.
+   * `maxTokens`, or GCRA's burst — for every identifier, read atomically by each decision. A limit the
+   * peer stored that is negative or fractional is applied as the peer compares it: 0 when negative, a
+   * fraction rounded down (up for `slidingWindow`, which admits while the count is below the limit).
+   * `cachedFixedWindow` ignores it, as `@upstash/ratelimit`'s does (with the same warning), so both
+   * count alike in a mixed fleet; the limit is still stored and read. Default `false`.
    */
   dynamicLimits?: boolean;
   /**
@@ -107,15 +134,20 @@ export interface RatelimitConfig {
    * least this are denied. From 1 to 8, default 6, as `@upstash/ratelimit`.
    */
   denyListThreshold?: number;
+  /** Accepted as `@upstash/ratelimit` 2.x takes it, where it has no effect either (scripts run by hash). */
+  cacheScripts?: boolean;
+  /** Accepted as `@upstash/ratelimit` takes it; edgelimit sends no telemetry either way. */
+  enableTelemetry?: boolean;
 }
 
 /** Options of `limit`. */
 export interface LimitOptions {
   /**
-   * How much this request costs. Default `1`; `0` peeks; a negative rate refunds. Must be finite and at
-   * most 2^53 - 1 in size; whole for the window algorithms. A rate above the limit is denied.
+   * How much this request costs. Default `1` (also for `null`, as `@upstash/ratelimit`'s `rate ?? 1`);
+   * `0` peeks; a negative rate refunds. Must be finite and at most 2^53 - 1 in size; whole for the
+   * window algorithms. A rate above the limit is denied.
    */
-  rate?: number;
+  rate?: number | null;
   /** With `enableProtection`: the client's IP, checked against the deny list. */
   ip?: string;
   /** With `enableProtection`: the client's user agent, checked against the deny list. */
@@ -140,7 +172,8 @@ export interface LimitResponse {
   remaining: number;
   /**
    * When the limit is next restored, in milliseconds since the Unix epoch (the current time when the
-   * fail mode answered, with `remaining: 0` and `limit` the configured limit).
+   * fail mode answered, with `remaining: 0` and `limit` the configured limit: the peer answers a
+   * timeout with `limit: 0, reset: 0`, which headers built from the answer cannot use).
    */
   reset: number;
   /**
@@ -173,17 +206,20 @@ export class Ratelimit {
   /** Checks every option; throws a `TypeError` or `RangeError` naming a bad one. */
   constructor(config: RatelimitConfig);
   /**
-   * Takes `rate` (default 1) from `identifier`'s limit. Rejects with a `TypeError`/`RangeError` for a
-   * non-string or empty identifier or a bad rate; backend failures are answered as `failMode` says.
+   * Takes `rate` (default 1) from `identifier`'s limit. The identifier is a string (empty too) or a
+   * number, keyed as `String(identifier)`, as `@upstash/ratelimit` keys it. Rejects with a
+   * `TypeError`/`RangeError` for another identifier, an unknown option or a bad rate; backend failures
+   * are answered as `failMode` says.
    */
-  limit(identifier: string, options?: LimitOptions): Promise<LimitResponse>;
+  limit(identifier: string | number, options?: LimitOptions | null): Promise<LimitResponse>;
   /** What `identifier` could take now, without taking anything. Rejects if Redis fails. */
   getRemaining(identifier: string): Promise<RemainingResponse>;
   /**
    * Calls `limit(identifier)` until it succeeds or `timeout` milliseconds have passed, waiting exactly as
    * long as the limit says between calls. Resolves with the last answer: a denial comes at once when
-   * waiting cannot help (the wait would pass the deadline, or the fail mode answered). Rejects with a
-   * `RangeError` unless `0 < timeout <= 2^31 - 1`.
+   * waiting cannot help (the wait would pass the deadline, or the fail mode answered). Any positive
+   * `timeout` (fractional, past 2^31 - 1 ms, `Infinity`), as `@upstash/ratelimit` takes it; rejects with a
+   * `RangeError` otherwise.
    */
   blockUntilReady(identifier: string, timeout: number): Promise<LimitResponse>;
   /** Forgets everything `identifier` used (in Redis and in the local caches). */
@@ -193,7 +229,11 @@ export class Ratelimit {
    * it with `limit: false`. Rejects with an `Error` unless `dynamicLimits: true`.
    */
   setDynamicLimit(options: { /** The new limit, or `false` to go back to the configured one. */ limit: number | false }): Promise<void>;
-  /** The stored dynamic limit, `null` when none. Rejects with an `Error` unless `dynamicLimits: true`. */
+  /**
+   * The stored dynamic limit, `null` when none; one the peer stored negative or fractional is answered
+   * rounded down, 0 when negative (the peer answers it as stored). Rejects with an `Error` unless
+   * `dynamicLimits: true`.
+   */
   getDynamicLimit(): Promise<{ /** The stored limit, or `null`. */ dynamicLimit: number | null }>;
   /**
    * Replaces the IP deny list with the keys of `@upstash/ratelimit` (`<prefix>:denyList:ipDenyList`,

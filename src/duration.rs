@@ -7,11 +7,12 @@ use std::time::Duration;
 /// number in Redis) holds exactly.
 pub const MAX_DURATION_MS: u64 = (1 << 53) - 1;
 
-/// Parses `"<number> <unit>"` (the space is optional) into a whole, positive number of milliseconds.
+/// Parses `"<number> <unit>"` (the space is optional) into a whole, positive number of milliseconds,
+/// rounded to the nearest as `@upstash/ratelimit` rounds (`"1.5 ms"` is 2 ms).
 ///
 /// The number is decimal (`"10"`, `"1.5"`); units are `ms`, `s`, `m`, `h`, `d` and `w`. Surrounding
-/// whitespace is ignored. Empty input, a missing or unknown unit, a sign, exponents, zero, a result that is
-/// not a whole number of milliseconds, or one above [`MAX_DURATION_MS`] is an error that quotes the input.
+/// whitespace is ignored. Empty input, a missing or unknown unit, a sign, exponents, a result below
+/// 1 ms once rounded, or one above [`MAX_DURATION_MS`] is an error that quotes the input.
 pub fn parse_duration(input: &str) -> Result<Duration> {
     parse(input).map_err(|reason| Error::InvalidDuration {
         input: input.to_owned(),
@@ -19,9 +20,17 @@ pub fn parse_duration(input: &str) -> Result<Duration> {
     })
 }
 
-/// [`parse_duration`], failing with the reason alone (the JavaScript bindings quote the value
-/// themselves).
+/// [`parse_duration`], failing with the reason alone.
 pub(crate) fn parse(input: &str) -> Result<Duration, &'static str> {
+    parse_with(input, |number| number.parse().unwrap_or(f64::NAN))
+}
+
+/// [`parse`], reading the decimal number with `parse_float` (JavaScript's `parseFloat` in the
+/// bindings, which both matches the peer and spares the package Rust's float parser).
+pub(crate) fn parse_with(
+    input: &str,
+    parse_float: impl FnOnce(&str) -> f64,
+) -> Result<Duration, &'static str> {
     let text = input.trim();
     let number_end = text
         .bytes()
@@ -43,28 +52,16 @@ pub(crate) fn parse(input: &str) -> Result<Duration, &'static str> {
     if whole.is_empty() || fraction.is_some_and(str::is_empty) || parts.next().is_some() {
         return Err("expected a number followed by one of ms, s, m, h, d, w");
     }
-    // Exact integer arithmetic: whole · unit + fraction · unit / 10^digits. Every unit is
-    // 2^a · 3^b · 5^c · 7^d milliseconds with a ≤ 10 and c ≤ 5, so a fraction of more than 10 digits
-    // (trailing zeros aside) is never a whole number of milliseconds, and one of at most 10 times a
-    // unit stays below 10^10 · 604,800,000 < 2^63.
-    let fraction = fraction.unwrap_or_default().trim_end_matches('0');
-    let not_whole = "not a whole number of milliseconds";
-    if fraction.len() > 10 {
-        return Err(not_whole);
+    // As @upstash/ratelimit: `Math.round(parseFloat(number) * unit)`. Rust's float parsing is
+    // correctly rounded as JavaScript's is, and `round` of a positive number is `Math.round`.
+    let millis = (parse_float(number) * unit_ms as f64).round();
+    if millis > MAX_DURATION_MS as f64 {
+        return Err("too large");
     }
-    let scale = 10u64.pow(fraction.len() as u32);
-    // Only ASCII digits are left in `whole` and `fraction`: parsing fails only when too large.
-    let fraction_ms = fraction.parse::<u64>().unwrap_or(0) * unit_ms;
-    if fraction_ms % scale != 0 {
-        return Err(not_whole);
+    if millis.is_nan() || millis < 1.0 {
+        return Err("less than 1 ms once rounded to whole milliseconds");
     }
-    let millis = whole
-        .parse::<u64>()
-        .ok()
-        .and_then(|whole| whole.checked_mul(unit_ms))
-        .and_then(|whole_ms| whole_ms.checked_add(fraction_ms / scale))
-        .ok_or("too large")?;
-    millis_in_range(millis)
+    millis_in_range(millis as u64)
 }
 
 /// Checks a number of milliseconds given as a float (as JavaScript passes them): finite, whole, positive
@@ -124,18 +121,21 @@ mod tests {
         assert_eq!(ms("1.50000000000000000000000000000000000 s"), 1_500);
         assert_eq!(ms("0.0009765625 w"), 590_625);
         assert_eq!(ms("0.03125 d"), 2_700_000);
-        assert_eq!(ms("9007199254740.991 s"), MAX_DURATION_MS as u128);
+        // As JavaScript computes it: 9007199254740.991 is not exact in binary.
+        assert_eq!(ms("9007199254740.991 s"), MAX_DURATION_MS as u128 - 1);
     }
 
     #[test]
-    fn fractions_are_exact() {
-        // 1/1024 week is 590,625 ms; one more digit of precision is not a whole number of ms.
-        assert!(parse_duration("0.00097656251 w").is_err());
-        assert!(parse_duration("0.0000000001 w").is_err());
-        assert!(parse_duration("0.00000000001 w").is_err());
-        assert!(parse_duration("0.3333333333 h").is_err());
+    fn fractions_are_rounded_to_whole_milliseconds_as_the_peer_rounds() {
+        // `Math.round(parseFloat(x) * unit)`, as @upstash/ratelimit's `ms()`.
+        assert_eq!(ms("1.5 ms"), 2);
+        assert_eq!(ms("0.5 ms"), 1);
+        assert_eq!(ms("0.3333333333 h"), 1_200_000);
+        assert_eq!(ms("0.00097656251 w"), 590_625);
         assert_eq!(ms("0.1 s"), 100);
-        // Every decimal with up to 4 fraction digits against every unit, checked with u128.
+        assert!(parse_duration("0.0000000001 w").is_err());
+        assert!(parse_duration("0.4 ms").is_err());
+        // Every decimal with up to 4 fraction digits against every unit: within half a millisecond.
         for unit in ["ms", "s", "m", "h", "d", "w"] {
             let unit_ms: u128 = match unit {
                 "ms" => 1,
@@ -149,8 +149,13 @@ mod tests {
                 let input = format!("{}.{:04} {unit}", tenths / 10_000, tenths % 10_000);
                 let exact = tenths * unit_ms;
                 match parse_duration(&input) {
-                    Ok(duration) => assert_eq!(duration.as_millis() * 10_000, exact, "{input}"),
-                    Err(_) => assert!(exact % 10_000 != 0, "{input}"),
+                    Ok(duration) => {
+                        assert!(
+                            (duration.as_millis() * 10_000).abs_diff(exact) <= 5_000,
+                            "{input}"
+                        )
+                    }
+                    Err(_) => assert!(exact <= 5_000, "{input}"),
                 }
             }
         }
@@ -170,7 +175,7 @@ mod tests {
             ".5 s",
             "5. s",
             "1e3 s",
-            "1.5 ms",
+            "0.4 ms",
             "NaN s",
             "10 S",
             "10 sec",

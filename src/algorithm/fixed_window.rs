@@ -23,8 +23,9 @@ pub struct FixedWindow {
 pub struct FixedWindowState {
     /// Index of the window: `floor(now_ms / window_ms)`.
     pub window: u64,
-    /// Units counted in that window (denied requests included).
-    pub used: u64,
+    /// Units counted in that window (denied requests included); below zero when refunds of the peer
+    /// left credit, which is honoured.
+    pub used: i64,
 }
 
 impl FixedWindow {
@@ -49,7 +50,7 @@ impl FixedWindow {
         now / (self.window_ms * 1_000)
     }
 
-    fn used(&self, state: Option<FixedWindowState>, window: u64) -> u64 {
+    fn used(&self, state: Option<FixedWindowState>, window: u64) -> i64 {
         match state {
             Some(state) if state.window == window => state.used,
             _ => 0,
@@ -78,15 +79,16 @@ impl Policy for FixedWindow {
         let used = self.used(state, window);
         let reset = (window + 1) * self.window_ms;
         let (used, allowed, retry_after) = match cost.against(self.limit) {
+            // A refund gives back down to zero, never taking away credit already below it.
             Demand::Refund(refund) => (
-                used.saturating_sub(refund as u64),
+                used.saturating_sub(refund as i64).max(used.min(0)),
                 true,
                 Some(Duration::ZERO),
             ),
             Demand::TooLarge(_) => (used, false, None),
             Demand::Take(take) => {
-                let used = used.saturating_add(take as u64);
-                if used <= self.limit {
+                let used = used.saturating_add(take as i64);
+                if used <= self.limit as i64 {
                     (used, true, Some(Duration::ZERO))
                 } else {
                     (used, false, Some(until(reset, now)))
@@ -98,7 +100,7 @@ impl Policy for FixedWindow {
             decision: Decision {
                 allowed,
                 limit: self.limit,
-                remaining: self.limit.saturating_sub(used) as f64,
+                remaining: remaining(self.limit, used),
                 reset,
                 retry_after,
             },
@@ -106,8 +108,7 @@ impl Policy for FixedWindow {
     }
 
     fn available(&self, state: Option<Self::State>, now: u64) -> f64 {
-        self.limit
-            .saturating_sub(self.used(state, self.window_index(now))) as f64
+        remaining(self.limit, self.used(state, self.window_index(now)))
     }
 
     fn time_until(&self, state: Option<Self::State>, now: u64, cost: Cost) -> Result<Duration> {
@@ -115,7 +116,9 @@ impl Policy for FixedWindow {
         match cost.against(self.limit) {
             Demand::Refund(_) => Ok(Duration::ZERO),
             Demand::TooLarge(cost) => Err(cost::never(cost, self.limit)),
-            Demand::Take(take) if self.used(state, window) + take as u64 <= self.limit => {
+            Demand::Take(take)
+                if self.used(state, window).saturating_add(take as i64) <= self.limit as i64 =>
+            {
                 Ok(Duration::ZERO)
             }
             Demand::Take(_) => Ok(until((window + 1) * self.window_ms, now)),
@@ -126,9 +129,18 @@ impl Policy for FixedWindow {
         if state.used == 0 {
             0
         } else {
-            (state.window + 1) * self.window_ms * 1_000
+            state
+                .window
+                .saturating_add(1)
+                .saturating_mul(self.window_ms)
+                .saturating_mul(1_000)
         }
     }
+}
+
+/// What `limit` leaves after `used`: more than `limit` when credit is left, never below zero.
+fn remaining(limit: u64, used: i64) -> f64 {
+    (limit as i64).saturating_sub(used).max(0) as f64
 }
 
 #[cfg(test)]

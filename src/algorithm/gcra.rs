@@ -132,7 +132,8 @@ impl Policy for Gcra {
             }
             Demand::TooLarge(_) => (tat, false, None),
             Demand::Take(take) => {
-                let new_tat = tat + self.span(take);
+                // A stored `tat` may be anything a peer or an old version wrote: saturate.
+                let new_tat = tat.saturating_add(self.span(take));
                 if new_tat - now <= self.tolerance {
                     (new_tat, true, Some(Duration::ZERO))
                 } else {
@@ -166,7 +167,8 @@ impl Policy for Gcra {
             Demand::Refund(_) => Ok(Duration::ZERO),
             Demand::TooLarge(cost) => Err(cost::never(cost, self.burst)),
             Demand::Take(take) => Ok(until_micros(
-                (tat + self.span(take)).saturating_sub(self.tolerance),
+                tat.saturating_add(self.span(take))
+                    .saturating_sub(self.tolerance),
                 now,
             )),
         }

@@ -254,7 +254,7 @@ impl_from!(
 
 /// The wait from `now` (microseconds) until `at_ms` (milliseconds), zero if already there.
 fn until(at_ms: u64, now: u64) -> Duration {
-    until_micros(at_ms * 1_000, now)
+    until_micros(at_ms.saturating_mul(1_000), now)
 }
 
 /// The wait from `now` until `at`, both in microseconds, zero if already there.

@@ -200,7 +200,11 @@ impl Policy for SlidingWindow {
             (0, _) => 1,
             _ => 2,
         };
-        (state.window + windows_left) * self.window_ms * 1_000
+        state
+            .window
+            .saturating_add(windows_left)
+            .saturating_mul(self.window_ms)
+            .saturating_mul(1_000)
     }
 }
 

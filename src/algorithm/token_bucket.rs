@@ -4,6 +4,8 @@
 //! Unlike `@upstash/ratelimit` 2.2, a cost larger than the tokens left is denied (the peer only denies
 //! at zero and lets the count go negative), and a denied request consumes nothing. A bucket that has
 //! refilled to the brim is the same as a new one, which is what the peer's key expiry makes of it too.
+//! Tokens above the maximum, which the peer's refunds leave, are kept until the next refill caps
+//! them, as the peer keeps them.
 
 use super::cost::{self, Cost, Demand};
 use super::params;
@@ -55,12 +57,20 @@ impl TokenBucket {
     fn load(&self, state: Option<TokenBucketState>, now: u64) -> TokenBucketState {
         let now_ms = now / 1_000;
         match state {
-            Some(state) if now < self.idle_at(&state) => {
+            // A capacity of 0 (a dynamic limit) pauses the bucket, whatever it held.
+            Some(state) if self.max_tokens > 0 && now < self.idle_at(&state) => {
                 let steps = now_ms.saturating_sub(state.refilled_at) / self.interval_ms;
-                TokenBucketState {
-                    refilled_at: state.refilled_at + steps * self.interval_ms,
-                    tokens: (state.tokens + steps as f64 * self.refill_rate as f64)
+                // Tokens above the maximum (a refund of the peer's) last until the next refill, which
+                // caps them, as the peer's refill does.
+                let tokens = match steps {
+                    0 => state.tokens,
+                    _ => (state.tokens + steps as f64 * self.refill_rate as f64)
                         .min(self.max_tokens as f64),
+                };
+                TokenBucketState {
+                    // Whole steps up to `now_ms`: no overflow.
+                    refilled_at: state.refilled_at + steps * self.interval_ms,
+                    tokens,
                 }
             }
             _ => TokenBucketState {
@@ -102,7 +112,12 @@ impl TokenBucket {
         while refilled(steps) < take {
             steps += 1;
         }
-        until(bucket.refilled_at + steps * self.interval_ms, now)
+        until(
+            bucket
+                .refilled_at
+                .saturating_add(steps.saturating_mul(self.interval_ms)),
+            now,
+        )
     }
 }
 
@@ -125,8 +140,9 @@ impl Policy for TokenBucket {
     fn apply(&self, state: Option<Self::State>, now: u64, cost: Cost) -> Transition<Self::State> {
         let bucket = self.load(state, now);
         let (tokens, allowed, retry_after) = match cost.against(self.max_tokens) {
+            // A refund fills up to the maximum, never taking away credit already above it.
             Demand::Refund(refund) => (
-                (bucket.tokens + refund).min(self.max_tokens as f64),
+                (bucket.tokens + refund).min(bucket.tokens.max(self.max_tokens as f64)),
                 true,
                 Some(Duration::ZERO),
             ),
@@ -145,7 +161,7 @@ impl Policy for TokenBucket {
                 allowed,
                 limit: self.max_tokens,
                 remaining: tokens,
-                reset: bucket.refilled_at + self.interval_ms,
+                reset: bucket.refilled_at.saturating_add(self.interval_ms),
                 retry_after,
             },
         }
@@ -165,14 +181,23 @@ impl Policy for TokenBucket {
         }
     }
 
-    /// The moment the bucket is full again: `refilled_at + ceil(missing / refill_rate) · interval`.
+    /// The moment the bucket is full again: `refilled_at + ceil(missing / refill_rate) · interval`,
+    /// saturating (a huge dynamic limit refills for ever); for a bucket above its maximum, the next
+    /// refill, which caps it.
     fn idle_at(&self, state: &Self::State) -> u64 {
         let missing = self.max_tokens as f64 - state.tokens;
-        if missing <= 0.0 {
+        if missing == 0.0 {
             return 0;
         }
-        let steps = (missing / self.refill_rate as f64).ceil() as u64;
-        (state.refilled_at + steps * self.interval_ms) * 1_000
+        let steps = if missing < 0.0 {
+            1
+        } else {
+            (missing / self.refill_rate as f64).ceil() as u64
+        };
+        state
+            .refilled_at
+            .saturating_add(steps.saturating_mul(self.interval_ms))
+            .saturating_mul(1_000)
     }
 }
 

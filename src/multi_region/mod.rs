@@ -372,6 +372,8 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
             for (index, region) in self.regions.iter().enumerate() {
                 let (region, plan, id) = (Arc::clone(region), Arc::clone(&plan), Arc::clone(&id));
                 let limit_key = self.limit_key.clone();
+                let clock = Arc::clone(&self.clock);
+                let elapsed = move || Duration::from_micros(clock.now_micros().saturating_sub(now));
                 flight.push(
                     index,
                     Box::pin(async move {
@@ -383,6 +385,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
                             &id,
                             cost,
                             limit_key.as_deref(),
+                            elapsed,
                         )
                         .await;
                         Event::Decided(decided)

@@ -6,6 +6,7 @@ use crate::algorithm::{Algorithm, Cost, Policy};
 use crate::error::{Error, Result};
 use crate::redis::{number_in, Reply, RestClient, MULTI_BUCKET, MULTI_MERGE, MULTI_WINDOW};
 use crate::transport::Transport;
+use std::time::Duration;
 
 /// Where a decision at one time reads and writes: the hashes of the current window or epoch and the one
 /// before (`<key>:<window>` for the windows, as `@upstash/ratelimit`'s `MultiRegionRatelimit` keeps
@@ -81,7 +82,9 @@ pub struct Decided {
 
 /// Runs the decision of `cost` under `rule` as `plan` lays it out in one region: the request is
 /// recorded as `field` (see [`state::field`]) if the region admits it. With `limit_key`, the dynamic
-/// limit stored there replaces the capacity.
+/// limit stored there replaces the capacity. `elapsed` says how long the call has taken, so that the
+/// EVAL after a NOSCRIPT fits in what the timeout leaves (see [`Script::run`](crate::redis::Script::run)).
+#[allow(clippy::too_many_arguments)]
 pub async fn decide<T: Transport>(
     client: &RestClient<T>,
     rule: &Algorithm,
@@ -90,6 +93,7 @@ pub async fn decide<T: Transport>(
     field: &str,
     cost: Cost,
     limit_key: Option<&str>,
+    elapsed: impl FnOnce() -> Duration,
 ) -> Result<Decided> {
     let mut keys = plan.keys.clone();
     if let Some(limit_key) = limit_key {
@@ -136,7 +140,7 @@ pub async fn decide<T: Transport>(
             [rule.capacity(), rule.interval_ms(), rule.refill_rate()],
         ),
     };
-    let reply = script.run(client, &keys, &args).await?;
+    let reply = script.run(client, &keys, &args, elapsed).await?;
     let fields = reply.as_array().unwrap_or_default();
     let number = |index: usize| fields.get(index).and_then(Reply::as_u64);
     let (Some(allowed @ 0..=1), Some(now), Some(limit)) = (number(0), number(1), number(2)) else {
@@ -170,7 +174,11 @@ pub async fn merge<T: Transport>(
         args.push(id.to_owned());
         args.push(crate::number::decimal(cost));
     }
-    MULTI_MERGE.run(client, &[key.to_owned()], &args).await
+    // A merge runs in `pending`, which no answer waits for: its EVAL after a NOSCRIPT gets a whole
+    // timeout of its own.
+    MULTI_MERGE
+        .run(client, &[key.to_owned()], &args, || Duration::ZERO)
+        .await
 }
 
 /// A hash as HGETALL returns it (`[id, cost, id, cost, ...]`) as a ledger; a cost that is no number

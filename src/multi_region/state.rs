@@ -201,7 +201,9 @@ pub fn derived(rule: &Algorithm, window: u64, ledgers: &[Ledger]) -> Option<Stat
         Algorithm::FixedWindow(_) => Some(
             FixedWindowState {
                 window,
-                used: total(0),
+                // A sum of costs, refunds included, may be below zero: credit, as the single-region
+                // window honours it.
+                used: ledgers.first().map_or(0.0, Ledger::total) as i64,
             }
             .into(),
         ),

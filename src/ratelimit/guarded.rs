@@ -196,7 +196,7 @@ impl Ratelimit {
         values: Vec<String>,
         members: Option<Members>,
     ) -> Result<Answer> {
-        let key = self.key(identifier)?;
+        let key = self.key(identifier);
         let cost = self.cost(rate)?;
         let now_micros = self.clock.now_micros();
         let now_ms = now_micros / 1_000;
@@ -241,7 +241,7 @@ impl Ratelimit {
                     limited: &members.limited,
                 }),
         };
-        let limit_key = self.limit_key.as_deref();
+        let limit_key = self.applied_limit_key();
         let decided = self
             .backend
             .decide_guarded(&key, cost, self.algorithm, limit_key, guard)

@@ -195,7 +195,8 @@ impl Ratelimit {
 
     /// The same limit with dynamic limits on or off: when on, a limit stored with
     /// [`Ratelimit::set_dynamic_limit`] (key `<prefix>:dynamic:global`, shared with
-    /// `@upstash/ratelimit`) replaces the algorithm's capacity for every identifier.
+    /// `@upstash/ratelimit`) replaces the algorithm's capacity for every identifier; except with local
+    /// counts, which apply the configured limit, as `@upstash/ratelimit`'s `cachedFixedWindow` does.
     pub fn with_dynamic_limits(mut self, enabled: bool) -> Self {
         self.limit_key = limit_key(&self.prefix, enabled);
         self
@@ -241,8 +242,8 @@ impl Ratelimit {
     /// Takes `rate` from `identifier`'s limit (1 is one request; a negative rate refunds, zero peeks),
     /// including any [`Pending`] work, which this awaits.
     ///
-    /// An empty identifier, or a rate that is not finite, above 2^53 - 1 in size or (for the window
-    /// algorithms) fractional, is an error. A backend failure is not: it is answered as the fail mode
+    /// A rate that is not finite, above 2^53 - 1 in size or (for the window algorithms) fractional, is
+    /// an error. A backend failure is not: it is answered as the fail mode
     /// says, with [`Reason::Timeout`] or [`Reason::Error`].
     pub async fn limit(&self, identifier: &str, rate: f64) -> Result<Response> {
         let (response, pending) = self.limit_with_pending(identifier, rate).await?;
@@ -266,7 +267,7 @@ impl Ratelimit {
             let answer = guarded.await?;
             return Ok((answer.response, answer.pending));
         }
-        let key = self.key(identifier)?;
+        let key = self.key(identifier);
         let cost = self.cost(rate)?;
         // The clock is read only for the local caches (each read is a call into JavaScript on wasm),
         // or below, for an answer of the fail mode.
@@ -358,14 +359,16 @@ impl Ratelimit {
         S: Fn(Duration) -> F,
         F: Future<Output = ()>,
     {
-        let deadline = self.clock.now_micros() + timeout.as_micros() as u64;
+        // Saturating: a timeout of `Duration::MAX` waits for ever.
+        let micros = |duration: Duration| u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
+        let deadline = self.clock.now_micros().saturating_add(micros(timeout));
         loop {
             let response = self.limit(identifier, rate).await?;
             let Some(wait) = response.retry_after.filter(|_| !response.success) else {
                 return Ok(response);
             };
             let wait = wait.max(Duration::from_millis(1));
-            if self.clock.now_micros() + wait.as_micros() as u64 > deadline {
+            if self.clock.now_micros().saturating_add(micros(wait)) > deadline {
                 return Ok(response);
             }
             sleep(wait).await;
@@ -375,7 +378,7 @@ impl Ratelimit {
     /// What `identifier` could take now, and when its limit is next restored; backend failures are
     /// errors here.
     pub async fn get_remaining(&self, identifier: &str) -> Result<Remaining> {
-        let key = self.key(identifier)?;
+        let key = self.key(identifier);
         let now_micros = self.clock.now_micros();
         if let Some(counts) = &self.local_counts {
             let window = counts.window(now_micros);
@@ -397,7 +400,7 @@ impl Ratelimit {
 
     /// Forgets everything used by `identifier`, in the backend and in the local caches.
     pub async fn reset_used_tokens(&self, identifier: &str) -> Result<()> {
-        let key = self.key(identifier)?;
+        let key = self.key(identifier);
         if let Some(cache) = &self.cache {
             cache.remove(&key);
         }
@@ -424,6 +427,15 @@ impl Ratelimit {
         self.backend.dynamic_limit(key).await
     }
 
+    /// The dynamic limit the decisions apply: none with local counts, as `@upstash/ratelimit`'s
+    /// `cachedFixedWindow` ignores dynamic limits (so both count alike in a mixed fleet); the limit
+    /// is still stored and read.
+    fn applied_limit_key(&self) -> Option<&str> {
+        self.limit_key
+            .as_deref()
+            .filter(|_| self.local_counts.is_none())
+    }
+
     fn enabled_limit_key(&self) -> Result<&str> {
         self.limit_key.as_deref().ok_or_else(|| Error::Unsupported {
             what: "dynamic limits are not enabled for this limit".to_owned(),
@@ -432,7 +444,7 @@ impl Ratelimit {
 
     /// The backend's decision, through the dynamic limit when enabled.
     async fn decide(&self, key: &str, cost: Cost) -> Result<Decision> {
-        let limit_key = self.limit_key.as_deref();
+        let limit_key = self.applied_limit_key();
         let outcome = self
             .backend
             .decide(key, cost, self.algorithm, limit_key)
@@ -470,7 +482,7 @@ impl Ratelimit {
         let backend = Arc::clone(&self.backend);
         let counts = Arc::clone(counts);
         let algorithm = self.algorithm;
-        let limit_key = self.limit_key.clone();
+        let limit_key = self.applied_limit_key().map(str::to_owned);
         let key = key.to_owned();
         let write: Pending = Box::pin(async move {
             match backend
@@ -502,20 +514,13 @@ impl Ratelimit {
         }
     }
 
-    fn key(&self, identifier: &str) -> Result<String> {
-        if identifier.is_empty() {
-            return Err(Error::InvalidParameter {
-                algorithm: "ratelimit",
-                name: "identifier",
-                value: "\"\"".to_owned(),
-                reason: "must not be empty",
-            });
-        }
+    /// `<prefix>:<identifier>`; an empty identifier is a key too (`<prefix>:`), as the peer makes it.
+    fn key(&self, identifier: &str) -> String {
         let mut key = String::with_capacity(self.prefix.len() + 1 + identifier.len());
         key.push_str(&self.prefix);
         key.push(':');
         key.push_str(identifier);
-        Ok(key)
+        key
     }
 
     /// `rate` checked once, as the cost every step after takes: at most 2^53 - 1 in size, and what
@@ -821,8 +826,6 @@ mod tests {
             .with_fail_mode(FailMode::Open)
             .with_clock(clock);
         pollster::block_on(async {
-            let empty = limiter.limit("", 1.0).await.unwrap_err();
-            assert!(empty.to_string().contains("identifier"), "{empty}");
             for rate in [f64::NAN, f64::INFINITY, -f64::INFINITY, 1.5, 1e300, -1e300] {
                 let error = limiter.limit("u", rate).await.unwrap_err();
                 assert!(
@@ -830,8 +833,6 @@ mod tests {
                     "{rate}: {error}"
                 );
             }
-            assert!(limiter.get_remaining("").await.is_err());
-            assert!(limiter.reset_used_tokens("").await.is_err());
             assert_eq!(
                 calls.load(Ordering::SeqCst),
                 0,

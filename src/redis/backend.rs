@@ -4,13 +4,14 @@ use super::layout::{self, Call};
 use super::reply::Reply;
 use super::rest::{malformed, RestClient};
 use super::script::Script;
-use crate::algorithm::{Algorithm, Cost};
+use crate::algorithm::{Algorithm, Cost, MAX_COUNT};
 use crate::backend::{Backend, Guard, Guarded, Outcome};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{quote, Error, Result};
 use crate::maybe_send::BoxFuture;
 use crate::transport::Transport;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A store in Redis, reached over the Upstash REST protocol through a [`Transport`].
 ///
@@ -68,19 +69,28 @@ impl<T: Transport> RedisBackend<T> {
         cost: Cost,
         limit_key: Option<&str>,
     ) -> Result<Outcome> {
-        let (script, keys, args) = self.call(&rule, key, cost, limit_key);
-        let reply = script.run(&self.client, &keys, &args).await?;
+        let (script, keys, args, now) = self.call(&rule, key, cost, limit_key);
+        let reply = script
+            .run(&self.client, &keys, &args, self.elapsed_since(now))
+            .await?;
         outcome(rule, script, &reply, cost)
     }
 
-    /// The script deciding `cost` on `key` under `rule`, its keys and its arguments.
+    /// How long since `start` (µs since the epoch, of this backend's clock), for a retry to fit in
+    /// what the call's timeout leaves (see [`Script::run`]).
+    pub(super) fn elapsed_since(&self, start: u64) -> impl FnOnce() -> Duration + '_ {
+        move || Duration::from_micros(self.clock.now_micros().saturating_sub(start))
+    }
+
+    /// The script deciding `cost` on `key` under `rule`, its keys, its arguments and the time they
+    /// were made at (µs since the epoch).
     pub(super) fn call(
         &self,
         rule: &Algorithm,
         key: &str,
         cost: Cost,
         limit_key: Option<&str>,
-    ) -> (&'static Script, Vec<String>, Vec<String>) {
+    ) -> (&'static Script, Vec<String>, Vec<String>, u64) {
         let now = self.clock.now_micros();
         let Call {
             script,
@@ -103,7 +113,7 @@ impl<T: Transport> RedisBackend<T> {
             keys.push(limit_key.to_owned());
             args.push("1".to_owned());
         }
-        (script, keys, args)
+        (script, keys, args, now)
     }
 }
 
@@ -195,13 +205,12 @@ impl<T: Transport> Backend for RedisBackend<T> {
             let reply = self.client.command(&["GET", limit_key]).await?;
             match &reply {
                 Reply::Nil => Ok(None),
-                Reply::Text(text) => match text.parse::<i64>() {
-                    Ok(limit @ 0..) => Ok(Some(limit.unsigned_abs())),
-                    _ => Err(malformed(&format!(
-                        "the dynamic limit in {limit_key} is not a whole number from 0: {}",
+                Reply::Text(text) => stored_limit(text).map(Some).ok_or_else(|| {
+                    malformed(&format!(
+                        "the dynamic limit in {limit_key} is not a number: {}",
                         quote(text)
-                    ))),
-                },
+                    ))
+                }),
                 _ => Err(malformed(&format!("GET {limit_key} returned {reply}"))),
             }
         })
@@ -230,12 +239,57 @@ fn decimal(cost: Cost) -> String {
     crate::number::decimal(cost.get())
 }
 
+/// A dynamic limit as stored by either library (`[-]digits[.digits]`), rounded down as the scripts
+/// apply it to all but the sliding window (see `capacity` in prelude.lua): 0 for a negative one, at
+/// most 2^53 - 1. Read without float parsing, which the package does not otherwise need.
+fn stored_limit(text: &str) -> Option<u64> {
+    let (negative, number) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, "0"));
+    let digits = |part: &str| !part.is_empty() && part.bytes().all(|byte| byte.is_ascii_digit());
+    if !(digits(whole) && digits(fraction)) {
+        return None;
+    }
+    if negative {
+        return Some(0);
+    }
+    let whole = whole.trim_start_matches('0');
+    Some(if whole.len() > 16 {
+        MAX_COUNT
+    } else {
+        whole.parse::<u64>().unwrap_or(0).min(MAX_COUNT)
+    })
+}
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::algorithm::{FixedWindow, TokenBucket};
     use crate::transport::HttpReply;
     use std::time::Duration;
+
+    #[test]
+    fn a_stored_dynamic_limit_is_read_as_the_peer_compares_it() {
+        for (text, limit) in [
+            ("5", Some(5)),
+            ("2.5", Some(2)),
+            ("0.5", Some(0)),
+            ("-1", Some(0)),
+            ("-0.5", Some(0)),
+            ("007", Some(7)),
+            ("99999999999999999999", Some(MAX_COUNT)),
+            ("9007199254740992", Some(MAX_COUNT)),
+            ("", None),
+            ("zero", None),
+            ("1e3", None),
+            ("1.", None),
+            (".5", None),
+            ("--1", None),
+        ] {
+            assert_eq!(stored_limit(text), limit, "{text:?}");
+        }
+    }
 
     /// A transport answering every request with `body`, status 200.
     struct Canned(&'static str);
@@ -285,9 +339,10 @@ mod tests {
         let limit = |body| pollster::block_on(RedisBackend::new(Canned(body)).dynamic_limit("k"));
         assert_eq!(limit(r#"[{"result":null}]"#), Ok(None));
         assert_eq!(limit(r#"[{"result":"7"}]"#), Ok(Some(7)));
+        assert_eq!(limit(r#"[{"result":"-1"}]"#), Ok(Some(0)));
         assert_eq!(
-            malformed_message(limit(r#"[{"result":"-1"}]"#)),
-            r#"the dynamic limit in k is not a whole number from 0: "-1""#
+            malformed_message(limit(r#"[{"result":"ten"}]"#)),
+            r#"the dynamic limit in k is not a number: "ten""#
         );
         assert_eq!(
             malformed_message(limit(r#"[{"result":{"a":[1,"\n"]}}]"#)),

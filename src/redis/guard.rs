@@ -79,7 +79,7 @@ impl<T: Transport> RedisBackend<T> {
         limit_key: Option<&str>,
         guard: Guard<'_>,
     ) -> Result<Guarded> {
-        let (_, mut keys, mut args) = self.call(&rule, key, cost, limit_key);
+        let (_, mut keys, mut args, now) = self.call(&rule, key, cost, limit_key);
         let script = guarded(&rule);
         let values = guard.deny_list.map_or(&[][..], |(_, values)| values);
         if let Some((deny_key, _)) = guard.deny_list {
@@ -93,7 +93,9 @@ impl<T: Transport> RedisBackend<T> {
         }
         args.push(values.len().to_string());
         args.push(if guard.events.is_some() { "1" } else { "0" }.to_owned());
-        let reply = script.run(self.client(), &keys, &args).await?;
+        let reply = script
+            .run(self.client(), &keys, &args, self.elapsed_since(now))
+            .await?;
         if let Some([Reply::Text(tag), Reply::Array(found)]) = reply.as_array() {
             let found: Vec<bool> = found.iter().map(|flag| flag.as_i64() == Some(1)).collect();
             if tag != "denyList" || found.len() != values.len() || !found.contains(&true) {

@@ -103,7 +103,8 @@ pub(crate) fn decode(rule: &Algorithm, fields: &[Reply]) -> Result<Option<State>
     Ok(Some(match rule {
         Algorithm::FixedWindow(_) => FixedWindowState {
             window: count(fields, 0)?,
-            used: count(fields, 1)?,
+            // Negative: credit the peer's refunds left, honoured.
+            used: integer(fields, 1)?,
         }
         .into(),
         Algorithm::SlidingWindow(_) => SlidingWindowState {

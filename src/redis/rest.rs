@@ -5,33 +5,47 @@
 
 use super::reply::Reply;
 use crate::error::{Error, Result};
+use crate::maybe_send::BoxFuture;
 use crate::transport::{HttpReply, Transport};
 use futures_channel::oneshot;
+use futures_util::future::{FutureExt, Shared};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 /// A client of an Upstash-compatible REST server. Every request goes to `/pipeline`; with coalescing on,
 /// commands issued by concurrent callers in the same tick share one `/pipeline` request (each command
 /// keeps its own atomicity; a pipeline is not a transaction).
+///
+/// A shared request belongs to all its callers, not to the one that happened to send it: any caller
+/// still waiting drives it, so a caller dropped mid-request (a timeout around it, a cancelled
+/// handler) costs the others nothing.
 pub struct RestClient<T> {
-    transport: T,
+    transport: Arc<T>,
     coalesce: bool,
     queue: Mutex<Vec<Queued>>,
 }
 
-/// A command waiting for its batch: its JSON array of strings, and where its reply goes.
+/// A command waiting for its batch: its JSON array of strings, and where its batch is handed.
 struct Queued {
     command: String,
-    reply: oneshot::Sender<Result<Reply>>,
+    batch: oneshot::Sender<(Batch, usize)>,
 }
+
+/// A `/pipeline` request in flight, shared by its callers: one slot per command, each taken by its
+/// caller.
+type Batch = Shared<BoxFuture<'static, Arc<[Slot]>>>;
+
+/// A command's result in its batch, until its caller takes it.
+type Slot = Mutex<Option<Result<Reply>>>;
 
 impl<T: Transport> RestClient<T> {
     /// A client sending through `transport`, coalescing concurrent commands.
     pub fn new(transport: T) -> Self {
         Self {
-            transport,
+            transport: Arc::new(transport),
             coalesce: true,
             queue: Mutex::new(Vec::new()),
         }
@@ -50,42 +64,87 @@ impl<T: Transport> RestClient<T> {
 
     /// Runs one command, its name then its arguments; Redis errors come back as [`Error::Redis`].
     pub async fn command(&self, command: &[&str]) -> Result<Reply> {
-        let (sender, reply) = oneshot::channel();
+        let (sender, batch) = oneshot::channel();
         let queued = Queued {
             command: json_array(command),
-            reply: sender,
+            batch: sender,
         };
-        let batch = if self.coalesce {
+        if self.coalesce {
             self.lock_queue().push(queued);
             // Let every caller that is ready in this tick queue its command; the first to resume
-            // sends them all, the others find the queue empty and wait for their reply.
+            // sends them all, the others find the queue empty and wait for their batch.
             YieldOnce(false).await;
-            std::mem::take(&mut *self.lock_queue())
-        } else {
-            vec![queued]
-        };
-        if !batch.is_empty() {
-            let mut body = String::with_capacity(
-                2 + batch
-                    .iter()
-                    .map(|queued| queued.command.len() + 1)
-                    .sum::<usize>(),
-            );
-            let mut senders = Vec::with_capacity(batch.len());
-            for queued in batch {
-                body.push(if senders.is_empty() { '[' } else { ',' });
-                body += &queued.command;
-                senders.push(queued.reply);
+            let mut queued = std::mem::take(&mut *self.lock_queue());
+            // Alone in its batch, nobody else waits for the request: it needs no sharing.
+            if let [alone] = queued.as_mut_slice() {
+                if alone.batch.is_connected_to(&batch) {
+                    let command = std::mem::take(&mut alone.command);
+                    return self.alone(command, None).await;
+                }
             }
-            body.push(']');
-            deliver(self.transport.post("/pipeline", body).await, senders);
+            if !queued.is_empty() {
+                self.send(queued);
+            }
+        } else {
+            return self.alone(queued.command, None).await;
         }
-        // A dropped sender: the caller sending the batch was cancelled before it had the replies.
-        reply.await.unwrap_or_else(|oneshot::Canceled| {
-            Err(Error::Network {
-                message: "the caller sending this command's batch was cancelled".to_owned(),
-            })
-        })
+        // The batch is handed over in the same step that takes the queue, so it always arrives.
+        let (batch, index) = batch.await.map_err(|oneshot::Canceled| Error::Network {
+            message: "the command was never sent".to_owned(),
+        })?;
+        let slots = batch.await;
+        let slot = slots
+            .get(index)
+            .and_then(|slot| slot.lock().unwrap_or_else(PoisonError::into_inner).take());
+        slot.unwrap_or_else(|| Err(malformed("a missing reply")))
+    }
+
+    /// Starts one `/pipeline` request for `queued` and hands each caller the shared request and the
+    /// place of its reply; the request runs while any of them waits for it.
+    fn send(&self, queued: Vec<Queued>) {
+        let mut body = String::with_capacity(
+            2 + queued
+                .iter()
+                .map(|queued| queued.command.len() + 1)
+                .sum::<usize>(),
+        );
+        let mut senders = Vec::with_capacity(queued.len());
+        for queued in queued {
+            body.push(if senders.is_empty() { '[' } else { ',' });
+            body += &queued.command;
+            senders.push(queued.batch);
+        }
+        body.push(']');
+        let transport = Arc::clone(&self.transport);
+        let count = senders.len();
+        let request: BoxFuture<'static, Arc<[Slot]>> = Box::pin(async move {
+            let reply = transport.post("/pipeline", body).await;
+            deliver(reply, count)
+        });
+        let batch = request.shared();
+        for (index, sender) in senders.into_iter().enumerate() {
+            // A caller already gone (cancelled while queued) wants nothing.
+            let _ = sender.send((batch.clone(), index));
+        }
+    }
+
+    /// Runs one command in a request of its own that gives up after `within` at most (see
+    /// [`Transport::post_within`]): for a retry that must fit in what is left of its call's time.
+    pub async fn command_within(&self, command: &[&str], within: Duration) -> Result<Reply> {
+        self.alone(json_array(command), Some(within)).await
+    }
+
+    /// Sends `command` (a JSON array) in a request of its own, within `within` if given.
+    async fn alone(&self, command: String, within: Option<Duration>) -> Result<Reply> {
+        let body = ["[", &command, "]"].concat();
+        let reply = match within {
+            Some(within) => self.transport.post_within("/pipeline", body, within).await,
+            None => self.transport.post("/pipeline", body).await,
+        };
+        let mut replies = decode_pipeline(reply?, 1)?;
+        replies
+            .pop()
+            .unwrap_or_else(|| Err(malformed("a missing reply")))
     }
 
     fn lock_queue(&self) -> std::sync::MutexGuard<'_, Vec<Queued>> {
@@ -100,21 +159,21 @@ fn json_array(command: &[&str]) -> String {
     serde_json::to_string(command).unwrap_or_default()
 }
 
-/// Hands each command of a batch its result from the `/pipeline` request's `reply`.
-fn deliver(reply: Result<HttpReply>, senders: Vec<oneshot::Sender<Result<Reply>>>) {
+/// Each of a batch's `count` commands' result from the `/pipeline` request's `reply`.
+fn deliver(reply: Result<HttpReply>, count: usize) -> Arc<[Slot]> {
     let mut replies = reply
-        .and_then(|reply| decode_pipeline(reply, senders.len()))
+        .and_then(|reply| decode_pipeline(reply, count))
         .map(Vec::into_iter);
-    for sender in senders {
-        let reply = match &mut replies {
-            Ok(replies) => replies
-                .next()
-                .unwrap_or_else(|| Err(malformed("a missing reply"))),
-            Err(error) => Err(error.clone()),
-        };
-        // The caller may be gone (cancelled): then nobody wants its reply.
-        let _ = sender.send(reply);
-    }
+    (0..count)
+        .map(|_| {
+            Mutex::new(Some(match &mut replies {
+                Ok(replies) => replies
+                    .next()
+                    .unwrap_or_else(|| Err(malformed("a missing reply"))),
+                Err(error) => Err(error.clone()),
+            }))
+        })
+        .collect()
 }
 
 /// Turns a `/pipeline` reply into one result per command, `count` of them.

@@ -5,6 +5,7 @@ use super::rest::RestClient;
 use crate::error::{Error, Result};
 use crate::transport::Transport;
 use std::sync::OnceLock;
+use std::time::Duration;
 
 /// A Lua script and its SHA-1 (computed by build.rs).
 pub struct Script {
@@ -62,28 +63,31 @@ impl Script {
     }
 
     /// Runs the script with `keys` and `args`: EVALSHA, then EVAL once if Redis answers NOSCRIPT
-    /// (which also caches the script for the next call).
+    /// (which also caches the script for the next call). The transport's timeout bounds both together:
+    /// `elapsed` says how long the EVALSHA took, and the EVAL gets what is left.
     pub async fn run<T: Transport>(
         &self,
         client: &RestClient<T>,
         keys: &[String],
         args: &[String],
+        elapsed: impl FnOnce() -> Duration,
     ) -> Result<Reply> {
         let count = keys.len().to_string();
-        let mut eval = false;
-        loop {
-            let (verb, script) = if eval {
-                ("EVAL", self.source())
-            } else {
-                ("EVALSHA", self.sha1)
-            };
-            let mut command = vec![verb, script, &count];
+        let command = |verb, script| {
+            let mut command = vec![verb, script, count.as_str()];
             command.extend(keys.iter().chain(args).map(String::as_str));
-            match client.command(&command).await {
-                Err(Error::Redis { message }) if !eval && message.starts_with("NOSCRIPT") => {
-                    eval = true;
-                }
-                reply => return reply,
+            command
+        };
+        match client.command(&command("EVALSHA", self.sha1)).await {
+            Err(Error::Redis { message }) if message.starts_with("NOSCRIPT") => {}
+            reply => return reply,
+        }
+        let eval = command("EVAL", self.source());
+        match client.transport().timeout() {
+            None => client.command(&eval).await,
+            Some(after) => {
+                let left = after.saturating_sub(elapsed());
+                client.command_within(&eval, left).await
             }
         }
     }

@@ -71,11 +71,6 @@ impl FetchTransport {
         &self.base_url
     }
 
-    /// The timeout set with [`FetchTransport::with_timeout`].
-    pub fn timeout(&self) -> Option<Duration> {
-        self.timeout
-    }
-
     /// `path` under the base URL, as a JavaScript string.
     fn url(&self, path: &str) -> JsValue {
         if path == PIPELINE {
@@ -88,10 +83,44 @@ impl FetchTransport {
 
 impl Transport for FetchTransport {
     fn post<'a>(&'a self, path: &'a str, body: String) -> BoxFuture<'a, Result<HttpReply>> {
+        self.send(path, body, self.timeout)
+    }
+
+    /// The `timeout` of a whole call, as `Ratelimit`'s option says.
+    fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    fn post_within<'a>(
+        &'a self,
+        path: &'a str,
+        body: String,
+        within: Duration,
+    ) -> BoxFuture<'a, Result<HttpReply>> {
+        self.send(
+            path,
+            body,
+            Some(self.timeout.map_or(within, |own| own.min(within))),
+        )
+    }
+}
+
+impl FetchTransport {
+    /// POSTs `body` to `path`, answering a timeout after `timeout`; the request itself is aborted
+    /// after the transport's own timeout.
+    fn send<'a>(
+        &'a self,
+        path: &'a str,
+        body: String,
+        timeout: Option<Duration>,
+    ) -> BoxFuture<'a, Result<HttpReply>> {
         Box::pin(async move {
-            let timeout_ms = self.timeout.map_or(0.0, |after| {
-                after.as_millis().clamp(1, i32::MAX as u128) as f64
-            });
+            let millis = |after: Option<Duration>| {
+                after.map_or(0.0, |after| {
+                    after.as_millis().clamp(1, i32::MAX as u128) as f64
+                })
+            };
+            let (abort_ms, timeout_ms) = (millis(self.timeout), millis(timeout));
             let (sender, outcome) = oneshot::channel();
             let id = IN_FLIGHT.with_borrow_mut(|in_flight| in_flight.insert(sender)) as u32;
             let url = self.url(path);
@@ -102,6 +131,7 @@ impl Transport for FetchTransport {
                     &url,
                     &self.headers,
                     &body,
+                    abort_ms,
                     timeout_ms,
                     id,
                     deliver,
@@ -116,24 +146,23 @@ impl Transport for FetchTransport {
                     Err(thrown)
                 }
             };
-            outcome.map_err(|failure| self.failure(&failure))
+            outcome.map_err(|failure| failure_error(&failure, timeout))
         })
     }
 }
 
-impl FetchTransport {
-    /// The error of a request that failed with `[stage, error]` (or whose sending threw `error`).
-    fn failure(&self, failure: &JsValue) -> Error {
-        let (stage, error) = match failure.dyn_ref::<Array>() {
-            Some(pair) => (pair.get(0).as_string().unwrap_or_default(), pair.get(1)),
-            None => ("sending the request threw".to_owned(), failure.clone()),
-        };
-        match self.timeout {
-            Some(after) if stage == "timeout" => Error::Timeout { after },
-            _ => Error::Network {
-                message: format!("{stage}: {}", describe(&error)),
-            },
-        }
+/// The error of a request that failed with `[stage, error]` (or whose sending threw `error`), given up
+/// after `timeout`.
+fn failure_error(failure: &JsValue, timeout: Option<Duration>) -> Error {
+    let (stage, error) = match failure.dyn_ref::<Array>() {
+        Some(pair) => (pair.get(0).as_string().unwrap_or_default(), pair.get(1)),
+        None => ("sending the request threw".to_owned(), failure.clone()),
+    };
+    match timeout {
+        Some(after) if stage == "timeout" => Error::Timeout { after },
+        _ => Error::Network {
+            message: format!("{stage}: {}", describe(&error)),
+        },
     }
 }
 

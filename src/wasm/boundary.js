@@ -27,13 +27,31 @@ const KEEPALIVE_MAX_BODY = 64 * 1024;
 /**
  * POSTs `body` to `url` with `fetch` (the global one when `fetch` is undefined), then calls
  * `deliver(id, status, bytes)`, or `deliver(id, -1, [stage, error])` on failure, `stage` saying what
- * failed. With `timeout` > 0 (ms), after that long the request is aborted and delivered as
- * `["timeout"]`, even when a custom `fetch` ignores the signal. `deliver` is one function for every
- * request, so no callback is made per request on the Rust side.
+ * failed. With `abort` > 0 (ms), after that long the request is aborted and delivered as
+ * `["timeout"]`, even when a custom `fetch` ignores the signal. With a shorter `timeout` > 0 (the rest
+ * of a call's time, for an EVAL after NOSCRIPT), `["timeout"]` is delivered then, while the request runs
+ * on until `abort` (so that its script is loaded for the next calls). `deliver` is one function for
+ * every request, so no callback is made per request on the Rust side.
  */
-export function post(fetch, url, headers, body, timeout, id, deliver) {
+export function post(fetch, url, headers, body, abort, timeout, id, deliver) {
+  const early = timeout > 0 && !(abort > 0 && abort <= timeout);
+  if (!early) return postAborting(fetch, url, headers, body, abort, id, deliver);
+  // The rare early answer: the first of the reply and this timer is delivered.
+  let answered = false;
+  const answer = (answerId, status, value) => {
+    clearTimeout(timer);
+    if (answered) return;
+    answered = true;
+    deliver(answerId, status, value);
+  };
+  const timer = setTimeout(answer, timeout, id, -1, ["timeout"]);
+  postAborting(fetch, url, headers, body, abort, id, answer);
+}
+
+/** `post` without an early answer: delivered once, aborted after `abort` ms > 0. */
+function postAborting(fetch, url, headers, body, abort, id, deliver) {
   const init = { method: "POST", headers, body, keepalive: body.length < KEEPALIVE_MAX_BODY };
-  if (!(timeout > 0)) {
+  if (!(abort > 0)) {
     send(fetch, url, init, (status, value) => deliver(id, status, value));
     return;
   }
@@ -51,7 +69,7 @@ export function post(fetch, url, headers, body, timeout, id, deliver) {
   const timer = setTimeout(() => {
     controller.abort();
     finish(-1, ["timeout"]);
-  }, timeout);
+  }, abort);
   send(fetch, url, init, finish);
 }
 
@@ -94,6 +112,17 @@ async function send(fetch, url, init, finish) {
   if (response === null || typeof response !== "object") {
     return finish(-1, ["fetch resolved to something other than a Response", response]);
   }
+  // Every read of the Response is guarded: a getter that throws (a custom fetch's object, a proxy)
+  // fails this request as a network error would, never escaping as an unhandled rejection.
+  let status;
+  try {
+    status = response.status;
+  } catch (error) {
+    return finish(-1, ["reading the status failed", error]);
+  }
+  if (typeof status !== "number") {
+    return finish(-1, ["fetch resolved to a Response without a numeric status", status]);
+  }
   let bytes;
   try {
     // A Response has arrayBuffer(); an object that only has text() is read as text.
@@ -103,5 +132,26 @@ async function send(fetch, url, init, finish) {
   } catch (error) {
     return finish(-1, ["reading the body failed", error]);
   }
-  finish(response.status, bytes);
+  finish(status, bytes);
+}
+
+/** A limit option that `limit()` does not know, found by `limitRate`. */
+export class UnknownOption {
+  constructor(key) {
+    this.key = key;
+  }
+}
+
+/** The options `limit()` knows: its own and `@upstash/ratelimit`'s. */
+const LIMIT_OPTIONS = new Set(["rate", "ip", "userAgent", "country", "geo", "cf", "request"]);
+
+/**
+ * `options.rate`, or an `UnknownOption` naming the first key of `options` that `limit()` does not know:
+ * one crossing that both checks the keys and reads the rate.
+ */
+export function limitRate(options) {
+  for (const key in options) {
+    if (!LIMIT_OPTIONS.has(key)) return new UnknownOption(key);
+  }
+  return options.rate;
 }

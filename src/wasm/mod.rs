@@ -30,7 +30,6 @@
 
 mod errors;
 mod headers;
-#[cfg(feature = "multi-region")]
 mod limit_options;
 mod limiter;
 #[cfg(feature = "multi-region")]

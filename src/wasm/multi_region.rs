@@ -1,21 +1,34 @@
 //! `MultiRegionRatelimit`: one limit over several Redis databases, as JavaScript sees it, mirroring
 //! `@upstash/ratelimit`'s class of that name.
 
-use super::errors::{range_error, to_js_error, type_error};
-use super::limit_options::{self, MAX_TIMER_MS};
+use super::errors::{to_js_error, type_error};
+use super::limit_options as shared;
 use super::limiter::{self, Kind};
 use super::options::{self, get, JsResult};
 use super::promise::promise;
 use super::redis::RedisConfig;
 use super::sleep::sleep;
-use super::sys;
 use crate::multi_region::MultiRegionRatelimit;
-use crate::ratelimit::Pending;
 use crate::transport::FetchTransport;
-use js_sys::{Array, Object, Promise, Reflect};
+use js_sys::{Array, Promise};
 use std::rc::Rc;
-use std::time::Duration;
 use wasm_bindgen::prelude::*;
+
+/// The options of `new MultiRegionRatelimit`: those of `Ratelimit` that apply across regions, and
+/// `analytics`, which `@upstash/ratelimit`'s class takes (only `false` here: analytics are recorded by
+/// `Ratelimit`).
+const MULTI_REGION_OPTIONS: [&str; 10] = [
+    "redis",
+    "limiter",
+    "prefix",
+    "ephemeralCache",
+    "timeout",
+    "failMode",
+    "dynamicLimits",
+    "analytics",
+    "cacheScripts",
+    "enableTelemetry",
+];
 
 /// A limit replicated over several regions: `new MultiRegionRatelimit({ redis: [Redis, ...], limiter,
 /// prefix?, ephemeralCache?, timeout?, failMode?, dynamicLimits? })`.
@@ -31,6 +44,18 @@ impl JsMultiRegionRatelimit {
     pub fn new(config: JsValue) -> JsResult<JsMultiRegionRatelimit> {
         const CONTEXT: &str = "new MultiRegionRatelimit";
         let limiter = options::field(CONTEXT, "config", &config, false, "limiter")?;
+        options::known_keys(CONTEXT, &config, &MULTI_REGION_OPTIONS)?;
+        for flag in ["cacheScripts", "enableTelemetry"] {
+            shared::flag(CONTEXT, &config, flag)?;
+        }
+        if shared::flag(CONTEXT, &config, "analytics")? {
+            return Err(type_error(
+                CONTEXT,
+                "analytics",
+                "is not supported across regions: leave it false, or record analytics with Ratelimit",
+                &JsValue::TRUE,
+            ));
+        }
         let (algorithm, cached) = limiter::read(CONTEXT, &limiter)?;
         if cached {
             return Err(type_error(
@@ -40,11 +65,11 @@ impl JsMultiRegionRatelimit {
                 &get(&limiter, "algorithm")?,
             ));
         }
-        let prefix = limit_options::prefix(CONTEXT, &config)?;
-        let cache = limit_options::ephemeral_cache(CONTEXT, &config)?;
-        let timeout = limit_options::timeout(CONTEXT, &config)?;
-        let fail_mode = limit_options::fail_mode(CONTEXT, &config)?;
-        let dynamic_limits = limit_options::dynamic_limits(CONTEXT, &config)?;
+        let prefix = shared::prefix(CONTEXT, &config)?;
+        let cache = shared::ephemeral_cache(CONTEXT, &config)?.build();
+        let timeout = shared::timeout(CONTEXT, &config)?;
+        let fail_mode = shared::fail_mode(CONTEXT, &config)?;
+        let dynamic_limits = shared::flag(CONTEXT, &config, "dynamicLimits")?;
 
         let redis = get(&config, "redis")?;
         if !Array::is_array(&redis) || Array::from(&redis).length() == 0 {
@@ -93,20 +118,18 @@ impl JsMultiRegionRatelimit {
     /// rejects.
     pub fn limit(&self, identifier: JsValue, options: JsValue) -> Promise {
         const CONTEXT: &str = "MultiRegionRatelimit.limit";
-        let arguments = limit_options::limit_arguments(CONTEXT, &identifier, &options);
+        let arguments = shared::limit_arguments(CONTEXT, &identifier, &options);
         let limiter = Rc::clone(&self.inner);
         promise(Box::pin(async move {
             let (identifier, rate) = arguments?;
             let (response, pending) = limiter
                 .limit_with_pending(&identifier, rate)
                 .await
-                .map_err(|error| match error {
-                    crate::Error::InvalidCost { reason, .. } => {
-                        range_error(CONTEXT, "rate", reason, &rate.into())
-                    }
-                    other => to_js_error(CONTEXT, &other),
-                })?;
-            Ok(limit_options::response_object(&response, &settle(pending)))
+                .map_err(|error| shared::limit_error(CONTEXT, error, rate))?;
+            Ok(shared::response_object(
+                &response,
+                &shared::pending_promise(Some(pending)),
+            ))
         }))
     }
 
@@ -114,16 +137,7 @@ impl JsMultiRegionRatelimit {
     #[wasm_bindgen(js_name = blockUntilReady)]
     pub fn block_until_ready(&self, identifier: JsValue, timeout: JsValue) -> Promise {
         const CONTEXT: &str = "MultiRegionRatelimit.blockUntilReady";
-        let arguments = limit_options::identifier(CONTEXT, &identifier).and_then(|identifier| {
-            let millis = options::milliseconds(
-                CONTEXT,
-                "timeout",
-                &timeout,
-                |millis| millis > 0.0 && millis <= MAX_TIMER_MS,
-                "must be a positive number of milliseconds up to 2^31 - 1",
-            )?;
-            Ok((identifier, Duration::from_micros((millis * 1_000.0) as u64)))
-        });
+        let arguments = shared::block_arguments(CONTEXT, &identifier, &timeout);
         let limiter = Rc::clone(&self.inner);
         promise(Box::pin(async move {
             let (identifier, timeout) = arguments?;
@@ -131,7 +145,10 @@ impl JsMultiRegionRatelimit {
                 .block_until_ready(&identifier, 1.0, timeout, sleep)
                 .await
                 .map_err(|error| to_js_error(CONTEXT, &error))?;
-            Ok(limit_options::response_object(&response, &settle(pending)))
+            Ok(shared::response_object(
+                &response,
+                &shared::pending_promise(Some(pending)),
+            ))
         }))
     }
 
@@ -140,18 +157,14 @@ impl JsMultiRegionRatelimit {
     #[wasm_bindgen(js_name = getRemaining)]
     pub fn get_remaining(&self, identifier: JsValue) -> Promise {
         const CONTEXT: &str = "MultiRegionRatelimit.getRemaining";
-        let identifier = limit_options::identifier(CONTEXT, &identifier);
+        let identifier = shared::identifier(CONTEXT, &identifier);
         let limiter = Rc::clone(&self.inner);
         promise(Box::pin(async move {
             let remaining = limiter
                 .get_remaining(&identifier?)
                 .await
                 .map_err(|error| to_js_error(CONTEXT, &error))?;
-            Ok(sys::remaining_response(
-                remaining.remaining,
-                remaining.reset as f64,
-                remaining.limit as f64,
-            ))
+            Ok(shared::remaining_object(&remaining))
         }))
     }
 
@@ -160,7 +173,7 @@ impl JsMultiRegionRatelimit {
     #[wasm_bindgen(js_name = resetUsedTokens)]
     pub fn reset_used_tokens(&self, identifier: JsValue) -> Promise {
         const CONTEXT: &str = "MultiRegionRatelimit.resetUsedTokens";
-        let identifier = limit_options::identifier(CONTEXT, &identifier);
+        let identifier = shared::identifier(CONTEXT, &identifier);
         let limiter = Rc::clone(&self.inner);
         promise(Box::pin(async move {
             limiter
@@ -176,21 +189,7 @@ impl JsMultiRegionRatelimit {
     #[wasm_bindgen(js_name = setDynamicLimit)]
     pub fn set_dynamic_limit(&self, options: JsValue) -> Promise {
         const CONTEXT: &str = "MultiRegionRatelimit.setDynamicLimit";
-        let limit =
-            options::field(CONTEXT, "options", &options, false, "limit").and_then(|limit| {
-                if limit.as_bool() == Some(false) {
-                    Ok(None)
-                } else if limit.as_f64().is_some() {
-                    options::count(CONTEXT, "limit", &limit, true).map(Some)
-                } else {
-                    Err(type_error(
-                        CONTEXT,
-                        "limit",
-                        "must be a number or false",
-                        &limit,
-                    ))
-                }
-            });
+        let limit = shared::dynamic_limit_argument(CONTEXT, &options);
         let limiter = Rc::clone(&self.inner);
         promise(Box::pin(async move {
             limiter
@@ -210,10 +209,7 @@ impl JsMultiRegionRatelimit {
                 .dynamic_limit()
                 .await
                 .map_err(|error| to_js_error("MultiRegionRatelimit.getDynamicLimit", &error))?;
-            let value = limit.map_or(JsValue::NULL, |limit| (limit as f64).into());
-            let object = Object::new();
-            let _ = Reflect::set(&object, &"dynamicLimit".into(), &value);
-            Ok(object.into())
+            Ok(shared::dynamic_limit_object(limit))
         }))
     }
 
@@ -238,13 +234,4 @@ impl JsMultiRegionRatelimit {
             [tokens, window, JsValue::UNDEFINED],
         )
     }
-}
-
-/// The merge as a Promise that starts now and settles (never rejects) when it is done.
-fn settle(pending: Pending) -> JsValue {
-    promise(Box::pin(async move {
-        pending.await;
-        Ok(JsValue::UNDEFINED)
-    }))
-    .into()
 }

@@ -4,9 +4,9 @@
 use super::errors::{range_error, type_error};
 use crate::algorithm::MAX_COUNT;
 use crate::duration;
-use js_sys::Reflect;
+use js_sys::{Object, Reflect};
 use std::time::Duration;
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 
 /// What a binding returns: a thrown JavaScript value on failure.
 pub type JsResult<T> = std::result::Result<T, JsValue>;
@@ -75,7 +75,7 @@ pub fn milliseconds(
 /// A duration: a string such as `"10 s"` or a number of milliseconds.
 pub fn duration(context: &str, field: &str, value: &JsValue) -> JsResult<Duration> {
     let parsed = if let Some(text) = value.as_string() {
-        duration::parse(&text)
+        duration::parse_with(&text, js_sys::Number::parse_float)
     } else {
         duration::from_millis(number(
             context,
@@ -130,4 +130,39 @@ pub fn string(context: &str, field: &str, value: &JsValue, allow_empty: bool) ->
         return Err(range_error(context, field, "must not be empty", value));
     }
     Ok(text)
+}
+
+/// Checks that every own enumerable key of `object` is one of `known`; else a `TypeError` naming the
+/// first unknown one and the nearest known name.
+pub fn known_keys(context: &str, object: &JsValue, known: &[&str]) -> JsResult<()> {
+    let Some(object) = object.dyn_ref::<Object>() else {
+        return Ok(());
+    };
+    for key in Object::keys(object) {
+        let key = key.as_string().unwrap_or_default();
+        if !known.contains(&key.as_str()) {
+            return Err(unknown_option(context, &key, known));
+        }
+    }
+    Ok(())
+}
+
+/// The `TypeError` of an option `key` that `context` does not know, suggesting the nearest of `known`
+/// when one is close (at most a third of its letters differ, ignoring case), else listing them all.
+pub fn unknown_option(context: &str, key: &str, known: &[&str]) -> JsValue {
+    let nearest = known
+        .iter()
+        .map(|name| {
+            (
+                strsim::levenshtein(&key.to_ascii_lowercase(), &name.to_ascii_lowercase()),
+                name,
+            )
+        })
+        .min()
+        .filter(|(distance, name)| *distance <= (name.len().max(key.len()) / 3).max(1));
+    let hint = match nearest {
+        Some((_, name)) => ["did you mean `", name, "`?"].concat(),
+        None => ["known options: ", &known.join(", ")].concat(),
+    };
+    js_sys::TypeError::new(&[context, ": unknown option `", key, "` (", &hint, ")"].concat()).into()
 }

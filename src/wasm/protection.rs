@@ -8,11 +8,10 @@
 //! `@upstash/core-analytics` writes whatever geo object a runtime hands over.
 
 use super::errors::{range_error, type_error};
+use super::limit_options::{limit_arguments, limit_error, pending_promise, response_object};
 use super::options::{self, get, JsResult};
 use super::promise::promise;
-use super::ratelimit::{
-    limit_arguments, limit_error, pending_promise, response_object, JsRatelimit,
-};
+use super::ratelimit::JsRatelimit;
 use crate::ratelimit::analytics::Members;
 use crate::ratelimit::{Ratelimit, Request};
 use js_sys::{Array, Promise, Reflect};
@@ -139,7 +138,8 @@ pub fn limit(
     identifier: &JsValue,
     options: &JsValue,
 ) -> Promise {
-    let arguments = limit_arguments(identifier, options).and_then(|(identifier, rate)| {
+    const CONTEXT: &str = "Ratelimit.limit";
+    let arguments = limit_arguments(CONTEXT, identifier, options).and_then(|(identifier, rate)| {
         let (values, members) = prepare(guards, &identifier, options)?;
         Ok((identifier, rate, values, members))
     });
@@ -150,7 +150,7 @@ pub fn limit(
         let mut answer = limiter
             .limit_prepared(&identifier, rate, values, members)
             .await
-            .map_err(|error| limit_error(error, rate))?;
+            .map_err(|error| limit_error(CONTEXT, error, rate))?;
         if let (Some(value), true) = (&answer.denied_value, limiter.records_events()) {
             // Written as the events before it were, by the same `JSON.stringify` of the same fields.
             if let Ok(member) = denied_event(value, &options) {

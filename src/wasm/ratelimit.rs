@@ -1,36 +1,40 @@
 //! `Ratelimit`: the limiter as JavaScript sees it, mirroring `@upstash/ratelimit`.
 
-use super::errors::{range_error, to_js_error, type_error};
+use super::errors::{to_js_error, type_error};
+use super::limit_options::{self as shared, CacheOption};
 use super::limiter::{self, Kind};
 use super::options::{self, get, JsResult};
 use super::promise::promise;
 use super::protection;
 use super::redis::RedisConfig;
-use super::shared_cache::shared_cache;
 use super::sleep::sleep;
 use super::sys;
 use crate::backend::{Backend, MemoryBackend};
-use crate::ratelimit::{
-    EphemeralCache, FailMode, Ratelimit, Response, Settings, DEFAULT_CACHE_SIZE, DEFAULT_PREFIX,
-};
+use crate::ratelimit::{Ratelimit, Settings, DEFAULT_CACHE_SIZE};
 use crate::redis::RedisBackend;
 use crate::transport::FetchTransport;
-use js_sys::{Object, Promise, Reflect};
+use js_sys::Promise;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
 use wasm_bindgen::prelude::*;
 
-thread_local! {
-    /// The key `rate`, a JavaScript string made once: `limit` reads it on every call.
-    static RATE: JsValue = JsValue::from_str("rate");
-}
-
-/// The default timeout of a request to Redis, in milliseconds.
-const DEFAULT_TIMEOUT_MS: u64 = 5_000;
-
-/// The most `blockUntilReady` waits and `timeout` allows: `setTimeout`'s limit, 2^31 - 1 ms.
-const MAX_TIMER_MS: f64 = i32::MAX as f64;
+/// The options of `new Ratelimit`: its own, and those of `@upstash/ratelimit` it shares.
+/// `cacheScripts` has no effect in `@upstash/ratelimit` 2.x either (scripts always run by hash), and
+/// `enableTelemetry` none here (edgelimit sends no telemetry), so both values of each are honoured.
+const RATELIMIT_OPTIONS: [&str; 12] = [
+    "redis",
+    "limiter",
+    "prefix",
+    "ephemeralCache",
+    "timeout",
+    "failMode",
+    "dynamicLimits",
+    "analytics",
+    "enableProtection",
+    "denyListThreshold",
+    "cacheScripts",
+    "enableTelemetry",
+];
 
 /// A rate limit: `new Ratelimit({ redis?, limiter, prefix?, ephemeralCache?, timeout?, failMode?,
 /// dynamicLimits?, enableProtection?, analytics?, denyListThreshold? })`.
@@ -48,39 +52,14 @@ impl JsRatelimit {
     pub fn new(config: JsValue) -> JsResult<JsRatelimit> {
         const CONTEXT: &str = "new Ratelimit";
         let limiter = options::field(CONTEXT, "config", &config, false, "limiter")?;
-        let (algorithm, cached) = limiter::read(CONTEXT, &limiter)?;
-
-        let prefix = get(&config, "prefix")?;
-        let prefix = if prefix.is_undefined() {
-            None
-        } else {
-            Some(options::string(CONTEXT, "prefix", &prefix, true)?)
-        };
-
-        // As the peer: a `Map` names one cache, shared by every limit given it. Its entries stay in
-        // Rust, bounded; the `Map` stays empty.
-        let cache = get(&config, "ephemeralCache")?;
-        let mut size = Some(DEFAULT_CACHE_SIZE);
-        let mut shared = None;
-        match cache.as_bool() {
-            Some(on) => size = size.filter(|_| on),
-            None if cache.is_undefined() => {}
-            None if cache.as_f64().is_some() => {
-                // Up to 2^53 - 1, more than a 32-bit usize holds: saturate, never wrap to a tiny cache.
-                let max = options::count(CONTEXT, "ephemeralCache", &cache, false)?;
-                size = Some(usize::try_from(max).unwrap_or(usize::MAX))
-            }
-            None if is_map_like(&cache)? => shared = Some(cache),
-            None => {
-                return Err(type_error(
-                    CONTEXT,
-                    "ephemeralCache",
-                    "must be a Map, a boolean or a maximum number of entries",
-                    &cache,
-                ))
-            }
+        options::known_keys(CONTEXT, &config, &RATELIMIT_OPTIONS)?;
+        for flag in ["cacheScripts", "enableTelemetry"] {
+            shared::flag(CONTEXT, &config, flag)?;
         }
-        if cached && size.is_none() {
+        let (algorithm, cached) = limiter::read(CONTEXT, &limiter)?;
+        let prefix = shared::prefix(CONTEXT, &config)?;
+        let cache = shared::ephemeral_cache(CONTEXT, &config)?;
+        if cached && matches!(cache, CacheOption::Off) {
             return Err(type_error(
                 CONTEXT,
                 "ephemeralCache",
@@ -88,39 +67,14 @@ impl JsRatelimit {
                 &JsValue::FALSE,
             ));
         }
-
-        let timeout = get(&config, "timeout")?;
-        let timeout = if timeout.is_undefined() {
-            Some(Duration::from_millis(DEFAULT_TIMEOUT_MS))
-        } else {
-            let millis = options::milliseconds(
-                CONTEXT,
-                "timeout",
-                &timeout,
-                |millis| millis.fract() == 0.0 && (0.0..=MAX_TIMER_MS).contains(&millis),
-                "must be a whole number of milliseconds from 0 (none) to 2^31 - 1",
-            )?;
-            (millis > 0.0).then(|| Duration::from_millis(millis as u64))
-        };
-
-        let fail_mode = get(&config, "failMode")?;
-        let fail_mode = options::one_of(
-            CONTEXT,
-            "failMode",
-            &fail_mode,
-            FailMode::Open,
-            &[("open", FailMode::Open), ("closed", FailMode::Closed)],
-            "must be \"open\" or \"closed\"",
-        )?;
-
-        let dynamic_limits = get(&config, "dynamicLimits")?;
-        if !(dynamic_limits.is_undefined() || dynamic_limits.as_bool().is_some()) {
-            return Err(type_error(
-                CONTEXT,
-                "dynamicLimits",
-                "must be a boolean",
-                &dynamic_limits,
-            ));
+        let timeout = shared::timeout(CONTEXT, &config)?;
+        let fail_mode = shared::fail_mode(CONTEXT, &config)?;
+        let dynamic_limits = shared::flag(CONTEXT, &config, "dynamicLimits")?;
+        if cached && dynamic_limits {
+            // The peer's warning, word for word: both count alike in a mixed fleet.
+            let _ = sys::console_warn(
+                "Warning: Dynamic limits are not yet supported for cachedFixedWindow algorithm. The dynamicLimits option will be ignored.",
+            );
         }
 
         let redis = get(&config, "redis")?;
@@ -131,18 +85,19 @@ impl JsRatelimit {
             let transport = FetchTransport::new(&redis.url, &redis.token)
                 .with_timeout(timeout)
                 .with_fetch(redis.fetch);
-            Arc::new(RedisBackend::new(transport))
+            redis_backend(transport)
         };
         let guards = protection::Guards::read(CONTEXT, &config, &redis, cached)?;
+        // A cached fixed window counts in the cache's stead, as many identifiers as it would hold.
+        let local_counts = match cache {
+            CacheOption::Size(max) if cached => Some(max),
+            _ => cached.then_some(DEFAULT_CACHE_SIZE),
+        };
         let settings = Settings {
-            prefix: prefix.unwrap_or_else(|| DEFAULT_PREFIX.to_owned()),
-            cache: match shared {
-                Some(map) => Some(shared_cache(&map)),
-                None => size.map(|max| Arc::new(EphemeralCache::new(max))),
-            },
-            // A cached fixed window counts in the cache's stead, as many identifiers as it would hold.
-            local_counts: cached.then(|| size.unwrap_or(DEFAULT_CACHE_SIZE)),
-            dynamic_limits: dynamic_limits.as_bool() == Some(true),
+            prefix,
+            cache: cache.build(),
+            local_counts,
+            dynamic_limits,
             fail_mode,
         };
         let limiter = guards
@@ -161,15 +116,19 @@ impl JsRatelimit {
         if self.guards.active() {
             return protection::limit(&self.inner, &self.guards, &identifier, &options);
         }
-        let arguments = limit_arguments(&identifier, &options);
+        const CONTEXT: &str = "Ratelimit.limit";
+        let arguments = shared::limit_arguments(CONTEXT, &identifier, &options);
         let limiter = Rc::clone(&self.inner);
         promise(Box::pin(async move {
             let (identifier, rate) = arguments?;
             let (response, pending) = limiter
                 .limit_with_pending(&identifier, rate)
                 .await
-                .map_err(|error| limit_error(error, rate))?;
-            Ok(response_object(&response, &pending_promise(pending)))
+                .map_err(|error| shared::limit_error(CONTEXT, error, rate))?;
+            Ok(shared::response_object(
+                &response,
+                &shared::pending_promise(pending),
+            ))
         }))
     }
 
@@ -178,17 +137,7 @@ impl JsRatelimit {
     #[wasm_bindgen(js_name = blockUntilReady)]
     pub fn block_until_ready(&self, identifier: JsValue, timeout: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.blockUntilReady";
-        let arguments = identifier_arg(CONTEXT, &identifier).and_then(|identifier| {
-            let millis = options::milliseconds(
-                CONTEXT,
-                "timeout",
-                &timeout,
-                |millis| millis > 0.0 && millis <= MAX_TIMER_MS,
-                "must be a positive number of milliseconds up to 2^31 - 1",
-            )?;
-            let timeout = Duration::from_micros((millis * 1_000.0) as u64);
-            Ok((identifier, timeout))
-        });
+        let arguments = shared::block_arguments(CONTEXT, &identifier, &timeout);
         let limiter = Rc::clone(&self.inner);
         promise(Box::pin(async move {
             let (identifier, timeout) = arguments?;
@@ -196,7 +145,7 @@ impl JsRatelimit {
                 .block_until_ready(&identifier, 1.0, timeout, sleep)
                 .await
                 .map_err(|error| to_js_error(CONTEXT, &error))?;
-            Ok(response_object(&response, &JsValue::UNDEFINED))
+            Ok(shared::response_object(&response, &JsValue::UNDEFINED))
         }))
     }
 
@@ -205,21 +154,7 @@ impl JsRatelimit {
     #[wasm_bindgen(js_name = setDynamicLimit)]
     pub fn set_dynamic_limit(&self, options: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.setDynamicLimit";
-        let limit =
-            options::field(CONTEXT, "options", &options, false, "limit").and_then(|limit| {
-                if limit.as_bool() == Some(false) {
-                    Ok(None)
-                } else if limit.as_f64().is_some() {
-                    options::count(CONTEXT, "limit", &limit, true).map(Some)
-                } else {
-                    Err(type_error(
-                        CONTEXT,
-                        "limit",
-                        "must be a number or false",
-                        &limit,
-                    ))
-                }
-            });
+        let limit = shared::dynamic_limit_argument(CONTEXT, &options);
         let limiter = Rc::clone(&self.inner);
         promise(Box::pin(async move {
             limiter
@@ -239,8 +174,7 @@ impl JsRatelimit {
                 .dynamic_limit()
                 .await
                 .map_err(|error| to_js_error("Ratelimit.getDynamicLimit", &error))?;
-            let value = limit.map_or(JsValue::NULL, |limit| (limit as f64).into());
-            Ok(object(&[("dynamicLimit", value)]))
+            Ok(shared::dynamic_limit_object(limit))
         }))
     }
 
@@ -248,18 +182,14 @@ impl JsRatelimit {
     #[wasm_bindgen(js_name = getRemaining)]
     pub fn get_remaining(&self, identifier: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.getRemaining";
-        let identifier = identifier_arg(CONTEXT, &identifier);
+        let identifier = shared::identifier(CONTEXT, &identifier);
         let limiter = Rc::clone(&self.inner);
         promise(Box::pin(async move {
             let remaining = limiter
                 .get_remaining(&identifier?)
                 .await
                 .map_err(|error| to_js_error(CONTEXT, &error))?;
-            Ok(sys::remaining_response(
-                remaining.remaining,
-                remaining.reset as f64,
-                remaining.limit as f64,
-            ))
+            Ok(shared::remaining_object(&remaining))
         }))
     }
 
@@ -267,7 +197,7 @@ impl JsRatelimit {
     #[wasm_bindgen(js_name = resetUsedTokens)]
     pub fn reset_used_tokens(&self, identifier: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.resetUsedTokens";
-        let identifier = identifier_arg(CONTEXT, &identifier);
+        let identifier = shared::identifier(CONTEXT, &identifier);
         let limiter = Rc::clone(&self.inner);
         promise(Box::pin(async move {
             limiter
@@ -352,79 +282,9 @@ impl JsRatelimit {
     }
 }
 
-/// The arguments of `limit`: the identifier, and the rate of `options` (1 if none).
-pub(super) fn limit_arguments(identifier: &JsValue, options: &JsValue) -> JsResult<(String, f64)> {
-    const CONTEXT: &str = "Ratelimit.limit";
-    let identifier = identifier_arg(CONTEXT, identifier)?;
-    let rate = if options.is_undefined() {
-        JsValue::UNDEFINED
-    } else if options.is_object() {
-        RATE.with(|rate| Reflect::get(options, rate))?
-    } else {
-        return Err(type_error(CONTEXT, "options", "must be an object", options));
-    };
-    let rate = if rate.is_undefined() {
-        1.0
-    } else {
-        options::number(CONTEXT, "rate", "must be a number", &rate)?
-    };
-    Ok((identifier, rate))
-}
-
-/// The error `limit` rejects with for `error`, from a request of `rate`.
-pub(super) fn limit_error(error: crate::Error, rate: f64) -> JsValue {
-    const CONTEXT: &str = "Ratelimit.limit";
-    match error {
-        crate::Error::InvalidCost { reason, .. } => {
-            range_error(CONTEXT, "rate", reason, &rate.into())
-        }
-        other => to_js_error(CONTEXT, &other),
-    }
-}
-
-/// `pending`: the work left after an answer, which runs now whether or not anyone awaits it, as a
-/// Promise that settles (never rejects) when it is done; undefined when there is none.
-pub(super) fn pending_promise(pending: Option<crate::ratelimit::Pending>) -> JsValue {
-    match pending {
-        Some(work) => promise(Box::pin(async move {
-            work.await;
-            Ok(JsValue::UNDEFINED)
-        }))
-        .into(),
-        None => JsValue::UNDEFINED,
-    }
-}
-
-/// The identifier argument: a non-empty string.
-fn identifier_arg(context: &str, identifier: &JsValue) -> JsResult<String> {
-    options::string(context, "identifier", identifier, false)
-}
-
-/// `{ success, limit, remaining, reset, pending, reason? }`; `pending` undefined when nothing is left.
-pub(super) fn response_object(response: &Response, pending: &JsValue) -> JsValue {
-    let reason = response
-        .reason
-        .map_or(JsValue::UNDEFINED, |reason| reason.as_str().into());
-    sys::limit_response(
-        response.success,
-        response.limit as f64,
-        response.remaining,
-        response.reset as f64,
-        pending,
-        &reason,
-    )
-}
-
-/// A plain object of these properties.
-fn object(properties: &[(&str, JsValue)]) -> JsValue {
-    let object = Object::new();
-    for (key, value) in properties {
-        let _ = Reflect::set(&object, &(*key).into(), value);
-    }
-    object.into()
-}
-
-/// Whether `value` looks like a `Map` (duck-typed: a `Map` from another realm fails `instanceof`).
-fn is_map_like(value: &JsValue) -> JsResult<bool> {
-    Ok(value.is_object() && get(value, "get")?.is_function() && get(value, "set")?.is_function())
+/// The Redis store over `transport`, shared as every store is (`Arc`). Its coalesced requests are
+/// JavaScript futures, neither `Send` nor `Sync`, which is moot where there is one thread.
+#[allow(clippy::arc_with_non_send_sync)]
+fn redis_backend(transport: FetchTransport) -> Arc<dyn Backend> {
+    Arc::new(RedisBackend::new(transport))
 }

@@ -23,12 +23,49 @@ pub struct RedisConfig {
     pub fetch: Option<Function>,
 }
 
+/// The options of `new Redis`: its own, and `@upstash/redis`'s `enableTelemetry` (edgelimit sends no
+/// telemetry, so both values are honoured).
+const REDIS_OPTIONS: [&str; 4] = ["url", "token", "fetch", "enableTelemetry"];
+
 impl RedisConfig {
-    /// Reads `{ url, token, fetch? }` from `value` (a `Redis` or any object with those fields), the
-    /// argument `field` of `context`.
+    /// Reads the settings from `value`, the argument `field` of `context`: an edgelimit `Redis`, any
+    /// object with `{ url, token, fetch? }`, or an `@upstash/redis` `Redis`.
     pub fn read(context: &str, field: &str, value: &JsValue) -> JsResult<Self> {
         let url = options::field(context, field, value, false, "url")?;
+        if url.is_undefined() {
+            if let Some(config) = Self::upstash(context, value)? {
+                return Ok(config);
+            }
+        }
         Self::check(context, &url, &get(value, "token")?, &get(value, "fetch")?)
+    }
+
+    /// The settings of an `@upstash/redis` `Redis` made with a URL and a token, else `None`.
+    ///
+    /// `@upstash/redis` (1.x) has no public accessor for them: its HTTP client keeps the URL as
+    /// `client.baseUrl` and the token in `client.headers.authorization` (`"Bearer <token>"`), which is
+    /// where `@upstash/redis` itself reads them on every request. It always sends with the global
+    /// `fetch`, and so does edgelimit then.
+    fn upstash(context: &str, value: &JsValue) -> JsResult<Option<Self>> {
+        let client = get(value, "client")?;
+        if !client.is_object() {
+            return Ok(None);
+        }
+        let url = get(&client, "baseUrl")?;
+        let headers = get(&client, "headers")?;
+        if url.as_string().is_none() || !headers.is_object() {
+            return Err(type_error(
+                context,
+                "redis",
+                "must be made with a url and a token (a Redis over a custom requester has neither)",
+                value,
+            ));
+        }
+        let authorization = get(&headers, "authorization")?
+            .as_string()
+            .unwrap_or_default();
+        let token = authorization.strip_prefix("Bearer ").unwrap_or_default();
+        Self::check(context, &url, &token.into(), &JsValue::UNDEFINED).map(Some)
     }
 
     fn check(context: &str, url: &JsValue, token: &JsValue, fetch: &JsValue) -> JsResult<Self> {
@@ -71,16 +108,33 @@ impl JsRedis {
     /// `new Redis({ url, token, fetch? })`.
     #[wasm_bindgen(constructor)]
     pub fn new(config: JsValue) -> JsResult<JsRedis> {
-        RedisConfig::read("new Redis", "config", &config).map(Self::from)
+        const CONTEXT: &str = "new Redis";
+        let redis = RedisConfig::read(CONTEXT, "config", &config)?;
+        options::known_keys(CONTEXT, &config, &REDIS_OPTIONS)?;
+        let telemetry = get(&config, "enableTelemetry")?;
+        if !(telemetry.is_undefined() || telemetry.as_bool().is_some()) {
+            return Err(type_error(
+                CONTEXT,
+                "enableTelemetry",
+                "must be a boolean",
+                &telemetry,
+            ));
+        }
+        Ok(redis.into())
     }
 
-    /// `Redis.fromEnv(env?)`: `UPSTASH_REDIS_REST_URL` and `_TOKEN` from `env`, else `process.env`,
-    /// else `Deno.env`.
+    /// `Redis.fromEnv(env?)`: `UPSTASH_REDIS_REST_URL` and `_TOKEN` (or, as `@upstash/redis` reads
+    /// them, Vercel's `KV_REST_API_URL` and `_TOKEN`) from `env`, else `process.env`, else `Deno.env`.
     #[wasm_bindgen(js_name = fromEnv)]
     pub fn from_env(env: JsValue) -> JsResult<JsRedis> {
         const CONTEXT: &str = "Redis.fromEnv";
-        let url = variable(CONTEXT, &env, "UPSTASH_REDIS_REST_URL")?;
-        let token = variable(CONTEXT, &env, "UPSTASH_REDIS_REST_TOKEN")?;
+        let url = variable(CONTEXT, &env, "UPSTASH_REDIS_REST_URL", "KV_REST_API_URL")?;
+        let token = variable(
+            CONTEXT,
+            &env,
+            "UPSTASH_REDIS_REST_TOKEN",
+            "KV_REST_API_TOKEN",
+        )?;
         RedisConfig::check(CONTEXT, &url, &token, &JsValue::UNDEFINED).map(Self::from)
     }
 
@@ -103,19 +157,30 @@ impl JsRedis {
     }
 }
 
-/// The environment variable `name`, a non-empty string: from `env` if given, else from `process.env`,
-/// else from `Deno.env.get`.
-fn variable(context: &str, env: &JsValue, name: &str) -> JsResult<JsValue> {
-    let value = if env.is_undefined() {
-        from_globals(name)
-    } else {
-        options::field(context, "env", env, false, name)?
+/// The environment variable `name`, else `fallback` (when `name` is unset or empty, as
+/// `@upstash/redis` reads them), a non-empty string: from `env` if given, else from `process.env`, else
+/// from `Deno.env.get`.
+fn variable(context: &str, env: &JsValue, name: &str, fallback: &str) -> JsResult<JsValue> {
+    let read = |name| {
+        if env.is_undefined() {
+            Ok(from_globals(name))
+        } else {
+            options::field(context, "env", env, false, name)
+        }
     };
-    if value.as_string().is_none_or(|text| text.is_empty()) {
+    let empty = |value: &JsValue| value.as_string().is_none_or(|text| text.is_empty());
+    let mut value = read(name)?;
+    if empty(&value) {
+        let other = read(fallback)?;
+        if !empty(&other) {
+            value = other;
+        }
+    }
+    if empty(&value) {
         return Err(type_error(
             context,
             name,
-            "must be set to a non-empty string",
+            &["(or `", fallback, "`) must be set to a non-empty string"].concat(),
             &value,
         ));
     }

@@ -9,6 +9,10 @@ extern "C" {
     #[wasm_bindgen(catch, js_namespace = console, js_name = error)]
     pub fn console_error(message: &str) -> Result<(), JsValue>;
 
+    /// `console.warn(message)`; throws where there is no console.
+    #[wasm_bindgen(catch, js_namespace = console, js_name = warn)]
+    pub fn console_warn(message: &str) -> Result<(), JsValue>;
+
     /// The global `setTimeout(handler, ms)`; throws where there is none.
     #[wasm_bindgen(catch, js_name = setTimeout)]
     pub fn set_timeout(handler: &JsValue, ms: f64) -> Result<JsValue, JsValue>;
@@ -35,19 +39,33 @@ extern "C" {
     #[wasm_bindgen(js_name = remainingResponse)]
     pub fn remaining_response(remaining: f64, reset: f64, limit: f64) -> JsValue;
 
+    /// A limit option `limit()` does not know, as `limitRate` reports it.
+    pub type UnknownOption;
+
+    /// The unknown key.
+    #[wasm_bindgen(method, getter)]
+    pub fn key(this: &UnknownOption) -> String;
+
+    /// `options.rate`, or an [`UnknownOption`] naming a key of `options` that `limit()` does not know;
+    /// throws what a getter of `options` throws.
+    #[wasm_bindgen(catch, js_name = limitRate)]
+    pub fn limit_rate(options: &JsValue) -> Result<JsValue, JsValue>;
+
     /// The headers object every request of one server shares.
     #[wasm_bindgen(js_name = requestHeaders)]
     pub fn request_headers(authorization: &str) -> JsValue;
 
     /// POSTs `body` to `url` (with `fetch`, or the global one when undefined), then calls
     /// `deliver(id, true, [status, Uint8Array])`, or `deliver(id, false, [stage, error])` on failure
-    /// (`["timeout"]` after `timeout` ms > 0). Throws only when the runtime lacks what it needs.
+    /// (`["timeout"]` after `timeout` ms > 0; the request is aborted after `abort` ms > 0, at least
+    /// `timeout`). Throws only when the runtime lacks what it needs.
     #[wasm_bindgen(catch)]
     pub fn post(
         fetch: &JsValue,
         url: &JsValue,
         headers: &JsValue,
         body: &str,
+        abort: f64,
         timeout: f64,
         id: u32,
         deliver: &JsValue,

@@ -9,11 +9,12 @@ local now = now_micros()
 local keys_from, window_ms, limit, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), capacity(tonumber(ARGV[4])), tonumber(ARGV[5])
 local window = math.floor(math.floor(now / 1000) / window_ms)
 local key = window_of(keys_from, window)
-local used = math.max(0, tonumber(redis.call('GET', key) or '0'))
+-- A negative count is credit the peer's refunds left: honoured, and never taken away by a refund.
+local used = tonumber(redis.call('GET', key) or '0')
 
 local allowed, written = 1, nil
 if cost < 0 then
-  written = math.max(0, used + cost)
+  written = math.max(math.min(0, used), used + cost)
 elseif cost > limit then
   allowed = 0
 elseif cost > 0 then

@@ -16,8 +16,12 @@ if ARGV[6] == '1' then
 end
 local state_keys = #KEYS - (dynamic_key and 1 or 0)
 
--- The capacity to apply: the dynamic limit when one is stored, else `configured`.
-local function capacity(configured)
+-- The capacity to apply: the dynamic limit when one is stored, else `configured`. A stored limit that
+-- @upstash/ratelimit accepts is read as it compares it: none is admitted under a negative limit (0),
+-- a limit above 2^53 - 1 is 2^53 - 1 (more than any counter reaches), and a fraction is rounded down,
+-- or up with `round_up`: the peer's sliding window admits while the count is below the limit (so 3
+-- under 2.5), its other algorithms while the count is at most the limit (2 under 2.5).
+local function capacity(configured, round_up)
   if dynamic_key == nil then
     return configured
   end
@@ -26,10 +30,13 @@ local function capacity(configured)
     return configured
   end
   local limit = tonumber(stored)
-  if limit == nil or limit < 0 or limit > 9007199254740991 or limit ~= math.floor(limit) then
-    error('edgelimit: the dynamic limit in ' .. dynamic_key .. ' is not a whole number from 0 to 2^53 - 1: ' .. stored)
+  if limit == nil or limit ~= limit then
+    error('edgelimit: the dynamic limit in ' .. dynamic_key .. ' is not a number: ' .. stored)
   end
-  return limit
+  if round_up then
+    limit = math.ceil(limit)
+  end
+  return math.max(0, math.min(9007199254740991, math.floor(limit)))
 end
 
 local function window_of(keys_from, index)

@@ -8,7 +8,7 @@
 -- ARGV[6] = '1' when the last key is the dynamic limit (see the prelude).
 -- Reply: {allowed (0/1), now (µs), limit applied, window, current count before this request, previous count}.
 local now = now_micros()
-local keys_from, window_ms, limit, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), capacity(tonumber(ARGV[4])), tonumber(ARGV[5])
+local keys_from, window_ms, limit, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), capacity(tonumber(ARGV[4]), true), tonumber(ARGV[5])
 local ms = math.floor(now / 1000)
 local window = math.floor(ms / window_ms)
 local current_key = window_of(keys_from, window)

@@ -12,20 +12,29 @@ local ms = math.floor(now / 1000)
 local stored = redis.call('HMGET', KEYS[1], 'refilledAt', 'tokens')
 local refilled_at, tokens = tonumber(stored[1]), tonumber(stored[2])
 
-local fresh = refilled_at == nil or tokens == nil or tokens >= max_tokens
+-- Tokens above the maximum (the peer's refunds leave them) last until the next refill caps them.
+-- A capacity of 0 (a dynamic limit) pauses the bucket, whatever it held.
+local fresh = refilled_at == nil or tokens == nil or tokens == max_tokens or max_tokens == 0
 if not fresh then
-  fresh = now >= (refilled_at + math.ceil((max_tokens - tokens) / rate) * interval) * 1000
+  local steps_to_full = 1
+  if tokens < max_tokens then
+    steps_to_full = math.ceil((max_tokens - tokens) / rate)
+  end
+  fresh = now >= (refilled_at + steps_to_full * interval) * 1000
 end
 local bucket_at, level = ms, max_tokens
 if not fresh then
   local steps = math.floor(math.max(0, ms - refilled_at) / interval)
   bucket_at = refilled_at + steps * interval
-  level = math.min(max_tokens, tokens + steps * rate)
+  level = tokens
+  if steps > 0 then
+    level = math.min(max_tokens, tokens + steps * rate)
+  end
 end
 
 local allowed, written = 1, nil
 if cost < 0 then
-  written = math.min(max_tokens, level - cost)
+  written = math.min(math.max(max_tokens, level), level - cost)
 elseif cost > max_tokens then
   allowed = 0
 elseif cost > 0 then
@@ -37,11 +46,14 @@ elseif cost > 0 then
 end
 
 if written ~= nil then
-  if written >= max_tokens then
+  if written == max_tokens then
     redis.call('DEL', KEYS[1])
   else
     redis.call('HSET', KEYS[1], 'refilledAt', string.format('%d', bucket_at), 'tokens', string.format('%.17g', written))
-    local full_at = bucket_at + math.ceil((max_tokens - written) / rate) * interval
+    local full_at = bucket_at + interval
+    if written < max_tokens then
+      full_at = bucket_at + math.ceil((max_tokens - written) / rate) * interval
+    end
     redis.call('PEXPIRE', KEYS[1], full_at - ms + 1000)
   end
 end
