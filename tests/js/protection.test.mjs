@@ -259,7 +259,7 @@ test("every bad protection option or argument throws the right error, and the in
   await rejects(ratelimit.limit("u", { userAgent: {} }), TypeError, /`userAgent` must be a string, got an object/);
   await rejects(ratelimit.limit("u", { country: true }), TypeError, /`country` must be a string, got true/);
   await rejects(ratelimit.limit("u", { geo: { city: 1n } }), TypeError, /`geo` must be JSON-serialisable/);
-  await rejects(ratelimit.limit("", { ip: "1.1.1.1" }), RangeError, /`identifier` must not be empty/);
+  await rejects(ratelimit.limit(null, { ip: "1.1.1.1" }), TypeError, /`identifier` must be a string or a number, got null/);
   await rejects(ratelimit.limit("u", { rate: NaN }), RangeError, /`rate`/);
   await rejects(ratelimit.updateIpDenyList(5), TypeError, /`list` must be an array of lines or a URL, got 5/);
   await rejects(ratelimit.updateIpDenyList(["1.1.1.1", 2]), TypeError, /`list\[1\]` must be a string, got number/);
