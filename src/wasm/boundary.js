@@ -21,8 +21,13 @@ export function requestHeaders(authorization) {
   return { Authorization: authorization, "Content-Type": "application/json" };
 }
 
-/** Browsers refuse `keepalive` requests whose bodies add up to 64 KiB or more. */
-const KEEPALIVE_MAX_BODY = 64 * 1024;
+/**
+ * Browsers refuse a `keepalive` request (fail its fetch) once the bodies of the `keepalive` requests in
+ * flight would pass 64 KiB, so a request is sent `keepalive` only while its body fits what is left.
+ * Bodies are counted at 3 bytes per UTF-16 unit, the most UTF-8 takes.
+ */
+const KEEPALIVE_BUDGET = 64 * 1024;
+let keepaliveInFlight = 0;
 
 /**
  * POSTs `body` to `url` with `fetch` (the global one when `fetch` is undefined), then calls
@@ -50,9 +55,13 @@ export function post(fetch, url, headers, body, abort, timeout, id, deliver) {
 
 /** `post` without an early answer: delivered once, aborted after `abort` ms > 0. */
 function postAborting(fetch, url, headers, body, abort, id, deliver) {
-  const init = { method: "POST", headers, body, keepalive: body.length < KEEPALIVE_MAX_BODY };
+  const weight = body.length * 3;
+  const keepalive = keepaliveInFlight + weight <= KEEPALIVE_BUDGET;
+  if (keepalive) keepaliveInFlight += weight;
+  const init = { method: "POST", headers, body, keepalive };
+  const held = keepalive ? weight : 0;
   if (!(abort > 0)) {
-    send(fetch, url, init, (status, value) => deliver(id, status, value));
+    send(fetch, url, init, held, (status, value) => deliver(id, status, value));
     return;
   }
   const controller = (REUSE_CONTROLLERS && idleControllers.pop()) || new AbortController();
@@ -70,7 +79,7 @@ function postAborting(fetch, url, headers, body, abort, id, deliver) {
     controller.abort();
     finish(-1, ["timeout"]);
   }, abort);
-  send(fetch, url, init, finish);
+  send(fetch, url, init, held, finish);
 }
 
 /**
@@ -97,10 +106,14 @@ function release(controller) {
   idleControllers.push(controller);
 }
 
-/** Sends the request and hands `finish` the status and the body's bytes, or -1 and what failed. */
-async function send(fetch, url, init, finish) {
+/**
+ * Sends the request and hands `finish` the status and the body's bytes, or -1 and what failed; gives
+ * back the `held` bytes of the keepalive budget once the fetch settles.
+ */
+async function send(fetch, url, init, held, finish) {
   const call = fetch ?? globalThis.fetch;
   if (typeof call !== "function") {
+    keepaliveInFlight -= held;
     return finish(-1, ["fetch", new TypeError("this JavaScript runtime has no global `fetch` function")]);
   }
   let response;
@@ -108,6 +121,8 @@ async function send(fetch, url, init, finish) {
     response = await call.call(globalThis, url, init);
   } catch (error) {
     return finish(-1, ["fetch failed", error]);
+  } finally {
+    keepaliveInFlight -= held;
   }
   if (response === null || typeof response !== "object") {
     return finish(-1, ["fetch resolved to something other than a Response", response]);

@@ -186,6 +186,43 @@ for (const [label, fetch] of [["a slow fetch", slowFetch(2_000)], ["a fetch that
   }
 }
 
+test("keepalive requests in flight never pass the 64 KiB of bodies browsers allow them", { skip: noGateway }, async () => {
+  // Browsers fail a keepalive fetch past that total, which the fail mode would then answer.
+  let inFlight = 0;
+  let most = 0;
+  let keptAlive = 0;
+  const fetch = async (url, init) => {
+    const bytes = init.keepalive ? new TextEncoder().encode(init.body).length : 0;
+    inFlight += bytes;
+    most = Math.max(most, inFlight);
+    keptAlive += init.keepalive ? 1 : 0;
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      return await globalThis.fetch(url, init);
+    } finally {
+      inFlight -= bytes;
+    }
+  };
+  const ratelimit = new Ratelimit({
+    redis: new Redis({ url: URL_, token: TOKEN, fetch }),
+    limiter: Ratelimit.fixedWindow(5, "1 h"),
+    prefix: prefix(),
+    ephemeralCache: false,
+  });
+  const answers = [];
+  for (let i = 0; i < 40; i++) {
+    // One request each (a later tick), 4 KiB of identifier, several in flight at once.
+    answers.push(ratelimit.limit(`${i}:${"é".repeat(2_000)}`));
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  for (const answer of await Promise.all(answers)) {
+    assert.equal(answer.success, true);
+    assert.equal(answer.reason, undefined);
+  }
+  assert.ok(most <= 64 * 1024, `${most} bytes of keepalive bodies in flight`);
+  assert.ok(keptAlive > 0 && keptAlive < 40, `${keptAlive} of 40 requests kept alive`);
+});
+
 for (const failMode of ["open", "closed"]) {
   test(`an unreachable server fails ${failMode}`, { skip: !CLOSED_URL && "EDGELIMIT_TEST_CLOSED_URL is not set" }, async () => {
     const ratelimit = new Ratelimit({
