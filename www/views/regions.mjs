@@ -22,9 +22,9 @@ const SUMMARY_EVERY_MS = 2000;
 
 /** Bounds of the request fields, checked by the page (they are not the library's parameters). */
 const REQUEST_FIELDS = {
-  burst: { label: "requests in a burst", value: 8, min: 1, max: 50, step: 1 },
-  clients: { label: "simulated clients", value: 2, min: 1, max: 10, step: 1 },
-  rate: { label: "requests per second, each", value: 2, min: 0.1, max: 20, step: 0.1 },
+  burst: { id: "regions-burst-size", label: "requests in a burst", value: 8, min: 1, max: 50, step: 1 },
+  clients: { id: "regions-clients", label: "simulated clients", value: 2, min: 1, max: 10, step: 1 },
+  rate: { id: "regions-rate", label: "requests per second, each", value: 2, min: 0.1, max: 20, step: 0.1 },
 };
 
 /** The regions side by side under one limit, with a delay each. */
@@ -190,8 +190,7 @@ export class RegionsView {
       if (event.key === "Enter") sendOne.click();
     });
     const field = (name) => {
-      const { label, ...bounds } = REQUEST_FIELDS[name];
-      const id = `regions-${name}`;
+      const { id, label, ...bounds } = REQUEST_FIELDS[name];
       this.#inputs[name] = h("input", { id, type: "number", inputMode: "decimal", ...bounds, "aria-describedby": `${id}-error` });
       this.#errors[name] = h("p", { id: `${id}-error`, className: "field-error" });
       this.#inputs[name].addEventListener("input", () => {
