@@ -41,6 +41,11 @@ export class Requests {
     if (queue.includes(request)) queue.splice(queue.indexOf(request), 1);
   }
 
+  /** Forgets `request`, whose merges have settled: no decision of it is sent again. */
+  settled(request) {
+    this.#byId.delete(request.id);
+  }
+
   /** The request whose decision `command` is, or null (a merge, another limiter's command). */
   of(command) {
     if (command[0] !== "EVALSHA" && command[0] !== "EVAL") return null;

@@ -359,6 +359,7 @@ export class RegionsView {
       this.#logBuffer.push(item);
       this.#merging.add(decision);
       await pending;
+      requests.settled(request);
       this.#merging.delete(decision);
       decision.settled = true;
       state.textContent = "merged";
