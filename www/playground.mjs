@@ -5,9 +5,10 @@
 // `window.playground` is there for a curious person (and the browser test): `session` (the key prefix of
 // this page), `decisions` (the last answers the page counted, up to 10 000, each `{ lane, prefix,
 // identifier, slice, success, remaining, reset, limit, reason }`; the multi-region view's have `lane:
-// "regions"`, the `region` that answered, the `id` of the request, every region's `replies` in the order
-// they came, and `settled` once `pending` has) and `settled()` (resolves once every request sent so far is
-// answered, and the multi-region view's merges have settled).
+// "regions"`, the `region` that answered, the `id` of the request, the regions `heard` from when the
+// answer came, every region's `replies` in the order they came, and `settled` once `pending` has) and
+// `settled()` (resolves once every request sent so far is answered, and the multi-region view's merges
+// have settled).
 import { CompareView } from "./views/compare.mjs";
 import { RegionsView } from "./views/regions.mjs";
 

@@ -630,6 +630,7 @@ test("the regions view: a slowed region lags, the fast ones answer, and once the
       assert.equal(decision.replies[0].region, decision.region, algorithm);
       assert.deepEqual(decision.replies.map((reply) => reply.error ?? null), [null, null, null], algorithm);
       assert.equal(decision.replies.at(-1).region, SLOW, `${algorithm}: the slowed region replied last`);
+      assert.ok(!decision.heard.includes(SLOW), `${algorithm}: the answer did not wait for the slowed region`);
       assert.equal(decision.limit, 5, algorithm);
     }
     // One client's burst reaches every region in one batch, in the same order: each admits the same
@@ -683,7 +684,7 @@ test("the regions view at a phone's size: simulated clients at a rate, no sidewa
     assert.ok(mine.length >= 5, `${client} sent ${mine.length}`);
     // One client's requests reach each region in the order sent: the first five are admitted.
     assert.deepEqual(mine.map((decision) => decision.success), mine.map((_, n) => n < 5), client);
-    assert.ok(mine.every((decision) => decision.region !== SLOW), client);
+    assert.ok(mine.every((decision) => decision.region !== SLOW && !decision.heard.includes(SLOW)), client);
   }
   assert.equal(Object.values(held[0]).flat().length, 10);
   const layout = await page.evaluate(() => {

@@ -347,6 +347,7 @@ export class RegionsView {
         limit,
         reason: reason ?? null,
         region: request.answeredBy,
+        heard: request.replies.map((reply) => reply.region),
         replies: request.replies,
         settled: false,
       };
