@@ -92,6 +92,7 @@ export async function startRegions(count) {
   try {
     await Promise.race([until("the gateway", async () => (await fetch(`${url}/healthz`)).ok), exited]);
   } catch (error) {
+    process.removeListener("exit", killAll);
     killAll();
     rmSync(dir, { recursive: true, force: true });
     throw new Error(`the gateway did not start: ${error.message}\n${log}`);

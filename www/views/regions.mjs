@@ -151,7 +151,7 @@ export class RegionsView {
       this.#makeParams();
       this.#rebuild();
     });
-    this.#params = h("div", { className: "params" });
+    this.#params = h("div", { className: "params", role: "group" });
     this.#limiterError = h("p", { id: "regions-limiter-error", className: "field-error" });
     this.#makeParams();
 
