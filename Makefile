@@ -49,9 +49,9 @@ demo-rust: bootstrap
 	bash scripts/with_gateway.sh cargo run -q --example demo
 
 ## The playground: a page that runs the package in the browser, on an in-memory store or on Redis
-## through the gateway (both started here), at http://127.0.0.1:8080/ (PORT=... for another) until
-## stopped with Ctrl-C. See www/.
-www: pkg
+## through the gateway (both started here), and MultiRegionRatelimit over three regions (redis-servers
+## started here too), at http://127.0.0.1:8080/ (PORT=... for another) until stopped with Ctrl-C. See www/.
+www: pkg pkg-multi-region
 	bash scripts/with_gateway.sh node www/serve.mjs $${PORT:-8080}
 
 ## Benchmarks beside the peers, measured in one run on a release gateway: target/bench/report.md (printed

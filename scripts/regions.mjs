@@ -1,11 +1,15 @@
-// Regions for multi-region tests and benchmarks: one throw-away redis-server per region behind one
-// edgelimit gateway (EDGELIMIT_GATEWAY_BIN, as scripts/with_gateway.sh exports it), whose tokens file
-// maps the token `region-<i>` to server i. Never one database twice.
+// Regions for multi-region tests, benchmarks and the playground: one throw-away redis-server per region
+// behind one edgelimit gateway (EDGELIMIT_GATEWAY_BIN, as scripts/with_gateway.sh exports it), whose
+// tokens file maps the token `region-<i>` to server i. Never one database twice. Each server has the
+// Redis ACL user of gateway/README.md from its start (an ACL file), and the gateway connects as it,
+// as operators run it.
 import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { gatewayAclFileLine } from "./gateway_acl.mjs";
 
 /** A free loopback port. */
 export async function freePort() {
@@ -33,14 +37,19 @@ export async function until(what, check) {
 /**
  * Starts `count` redis-servers and a gateway in front of them. Returns `{ url, tokens, stop(i),
  * restart(i), close() }`: the gateway's URL, the token of each region, and control of each server.
+ * Whatever is still running when the process exits is killed then.
  */
 export async function startRegions(count) {
   const gatewayBin = process.env.EDGELIMIT_GATEWAY_BIN;
   if (!gatewayBin) throw new Error("EDGELIMIT_GATEWAY_BIN is not set (run under scripts/with_gateway.sh)");
   const dir = mkdtempSync(join(tmpdir(), "edgelimit-regions-"));
   const children = new Set();
-  const start = (command, args) => {
-    const child = spawn(command, args, { stdio: "ignore" });
+  const killAll = () => {
+    for (const child of children) child.kill("SIGKILL");
+  };
+  process.once("exit", killAll);
+  const start = (command, args, stdio = "ignore") => {
+    const child = spawn(command, args, { stdio });
     children.add(child);
     child.once("exit", () => children.delete(child));
     return child;
@@ -48,8 +57,12 @@ export async function startRegions(count) {
   const ports = [];
   for (let i = 0; i < count; i++) ports.push(await freePort());
   const servers = [];
+  // A restarted server (restart(i)) has the user too, before the gateway can reach it.
+  const password = randomBytes(12).toString("hex");
+  const aclFile = join(dir, "users.acl");
+  writeFileSync(aclFile, gatewayAclFileLine(password));
   const startRedis = (i) => {
-    servers[i] = start("redis-server", ["--port", String(ports[i]), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]);
+    servers[i] = start("redis-server", ["--port", String(ports[i]), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--aclfile", aclFile]);
   };
   const ping = async (i) => {
     const { createConnection } = await import("node:net");
@@ -68,13 +81,22 @@ export async function startRegions(count) {
 
   const tokens = ports.map((_, i) => `region-${i}`);
   const file = join(dir, "tokens");
-  writeFileSync(file, tokens.map((token, i) => `${token} redis://127.0.0.1:${ports[i]}\n`).join(""));
+  writeFileSync(file, tokens.map((token, i) => `${token} redis://gateway:${password}@127.0.0.1:${ports[i]}\n`).join(""));
   const gatewayPort = await freePort();
-  start(gatewayBin, ["--listen", `127.0.0.1:${gatewayPort}`, "--tokens", file, "--timeout-ms", "1000",
-    // Throw-away redis-servers: their default user may run everything the gateway denies.
-    "--unsafe-allow-admin"]);
+  const gateway = start(gatewayBin, ["--listen", `127.0.0.1:${gatewayPort}`, "--tokens", file, "--timeout-ms", "1000"], ["ignore", "ignore", "pipe"]);
+  let log = "";
+  gateway.stderr.on("data", (chunk) => (log = (log + chunk).slice(-4000)));
   const url = `http://127.0.0.1:${gatewayPort}`;
-  await until("the gateway", async () => (await fetch(`${url}/healthz`)).ok);
+  const exited = new Promise((_, reject) => gateway.once("exit", (code) => reject(new Error(`it exited (${code})`))));
+  exited.catch(() => {});
+  try {
+    await Promise.race([until("the gateway", async () => (await fetch(`${url}/healthz`)).ok), exited]);
+  } catch (error) {
+    process.removeListener("exit", killAll);
+    killAll();
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error(`the gateway did not start: ${error.message}\n${log}`);
+  }
 
   const stop = async (i) => {
     const server = servers[i];
@@ -91,6 +113,7 @@ export async function startRegions(count) {
       await until(`redis-server ${i} again`, () => ping(i));
     },
     async close() {
+      process.removeListener("exit", killAll);
       const exits = [...children].map((child) => new Promise((resolve) => child.once("exit", resolve)));
       for (const child of children) child.kill("SIGKILL");
       await Promise.all(exits);

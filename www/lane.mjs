@@ -34,6 +34,13 @@ function fieldValue(text) {
   return trimmed !== "" && Number.isFinite(Number(trimmed)) ? Number(trimmed) : trimmed;
 }
 
+/** The arguments of `algorithm`'s factory from its fields' texts (GCRA's burst, when given, as `{ burst }`). */
+export function factoryArgs(algorithm, texts) {
+  const args = texts.map(fieldValue);
+  if (algorithm === "gcra") args[2] = args[2] === "" ? undefined : { burst: args[2] };
+  return args;
+}
+
 /** A wait in milliseconds as text: "4.2 s" under a minute, else "12 min 5 s" or "3 h 20 min". */
 function untilText(ms) {
   const seconds = Math.max(0, ms) / 1000;
@@ -139,8 +146,7 @@ export class Lane {
     this.#reset();
     for (const { input, error } of this.#fields.values()) showError(input, error, null);
     showError(null, this.#laneError, null);
-    const args = [...this.#fields.values()].map(({ input }) => fieldValue(input.value));
-    if (this.#algorithm === "gcra") args[2] = args[2] === "" ? undefined : { burst: args[2] };
+    const args = factoryArgs(this.#algorithm, [...this.#fields.values()].map(({ input }) => input.value));
     try {
       const limiter = Ratelimit[this.#algorithm](...args);
       this.#ratelimit = new Ratelimit({ limiter, redis: this.#store.redis, prefix: this.#prefix });

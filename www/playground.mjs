@@ -1,11 +1,16 @@
-// The playground's entry: loads the package's browser entry, asks serve.mjs where the gateway is
-// (/config.json), lets the person pick the store, and runs the views (one module each, in views/).
+// The playground's entry: loads the package's browser entry, asks serve.mjs where the gateway and the
+// regions are (/config.json), lets the person pick the store, and runs the views (one module each, in
+// views/; the multi-region view loads the package built with MultiRegionRatelimit itself).
 //
 // `window.playground` is there for a curious person (and the browser test): `session` (the key prefix of
 // this page), `decisions` (the last answers the page counted, up to 10 000, each `{ lane, prefix,
-// identifier, slice, success, remaining, reset, limit, reason }`) and `settled()` (resolves once every
-// request sent so far is answered).
+// identifier, slice, success, remaining, reset, limit, reason }`; the multi-region view's have `lane:
+// "regions"`, the `region` that answered, the `id` of the request, the regions `heard` from when the
+// answer came, every region's `replies` in the order they came, and `settled` once `pending` has) and
+// `settled()` (resolves once every request sent so far is answered, and the multi-region view's merges
+// have settled).
 import { CompareView } from "./views/compare.mjs";
+import { RegionsView } from "./views/regions.mjs";
 
 /** How many decisions `window.playground.decisions` keeps. */
 const KEEP_DECISIONS = 10_000;
@@ -13,14 +18,18 @@ const KEEP_DECISIONS = 10_000;
 const $ = (id) => document.getElementById(id);
 const status = $("status");
 
-/** The gateway's `{ url, token }` from serve.mjs, or null when it runs without one. */
-async function gatewayConfig() {
+/**
+ * What serve.mjs says: `{ redis, regions }`, the gateway's `{ url, token }` and the regions' `{ url,
+ * tokens }`, each null when it runs without them.
+ */
+async function serverConfig() {
   try {
     const response = await fetch("./config.json", { cache: "no-store" });
-    return response.ok ? (await response.json()).redis : null;
+    if (response.ok) return await response.json();
   } catch {
-    return null;
+    // Served without serve.mjs: the in-memory store only.
   }
+  return { redis: null, regions: null };
 }
 
 async function main() {
@@ -31,7 +40,7 @@ async function main() {
     status.textContent = `Could not load the package (${error.message}); build it with make pkg.`;
     return;
   }
-  const gateway = await gatewayConfig();
+  const { redis: gateway, regions } = await serverConfig();
   const session = `edgelimit-www:${crypto.randomUUID().slice(0, 8)}`;
   const redis = gateway ? new library.Redis(gateway) : undefined;
   const decisions = [];
@@ -40,8 +49,10 @@ async function main() {
     if (decisions.length > KEEP_DECISIONS) decisions.splice(0, decisions.length - KEEP_DECISIONS);
   };
 
-  const views = [new CompareView(library, record)];
+  const regionsView = new RegionsView(regions, record);
+  const views = [new CompareView(library, record), regionsView];
   $("views").replaceChildren(...views.map((view) => view.element));
+  await regionsView.load();
 
   const redisChoice = $("store-redis");
   redisChoice.disabled = !redis;

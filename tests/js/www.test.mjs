@@ -4,10 +4,12 @@
 // received, and those are the limiter's (exact expectations, a second limiter reading the same Redis
 // keys, and a raw read of a key through the gateway); the fail mode's answers when Redis is unreachable;
 // the library's error next to a bad field; keyboard operation with a visible focus; text contrast; a
-// phone-sized viewport without horizontal scrolling.
+// phone-sized viewport without horizontal scrolling. The multi-region view over three real regions
+// (scripts/regions.mjs) with one slowed: which region answered, the counts, and every region holding
+// the same request ids once the merges settle, on the page and read from each region's Redis.
 // Screenshots go to target/www-test/.
 //
-//   bash scripts/with_gateway.sh node --test tests/js/www.test.mjs      (after make pkg)
+//   bash scripts/with_gateway.sh node --test tests/js/www.test.mjs      (after make pkg pkg-multi-region)
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -16,6 +18,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { serve } from "../../www/serve.mjs";
+import { startRegions } from "../../scripts/regions.mjs";
 import { Ratelimit, Redis } from "./edgelimit.mjs";
 
 const executablePath = (() => {
@@ -28,6 +31,7 @@ const executablePath = (() => {
 const gateway = process.env.EDGELIMIT_TEST_URL && { url: process.env.EDGELIMIT_TEST_URL, token: process.env.EDGELIMIT_TEST_TOKEN };
 const noChromium = !existsSync(executablePath) && "no chromium on PATH (scripts/bootstrap.sh installs it)";
 const noGateway = noChromium || (!gateway && "EDGELIMIT_TEST_URL is not set (run under scripts/with_gateway.sh)");
+const noRegions = noGateway || (!process.env.EDGELIMIT_GATEWAY_BIN && "EDGELIMIT_GATEWAY_BIN is not set (run under scripts/with_gateway.sh)");
 const screenshots = fileURLToPath(new URL("../../target/www-test/", import.meta.url));
 
 const ALGORITHMS = ["fixedWindow", "slidingWindow", "tokenBucket", "gcra", "cachedFixedWindow"];
@@ -43,11 +47,13 @@ const HOUR = 3_600_000;
 
 let server;
 let browser;
+let regions;
 
 before(async () => {
   if (noChromium) return;
   mkdirSync(screenshots, { recursive: true });
-  server = await serve({ port: 0, redis: gateway || null });
+  if (!noRegions) regions = await startRegions(3);
+  server = await serve({ port: 0, redis: gateway || null, regions: regions ?? null });
   browser = await chromium.launch({ executablePath, args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"] });
 });
 
@@ -57,6 +63,7 @@ after(async () => {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   }
+  await regions?.close();
 });
 
 /** A fresh page of the playground (its own session prefix), with its errors collected in `page.errors`. */
@@ -338,13 +345,13 @@ test("the page works from the keyboard alone, with a visible focus and a name fo
   const page = await openPage();
   // Every control has an accessible name, unique where it repeats per limiter ("tokens of gcra").
   const tree = await page.locator("body").ariaSnapshot();
-  assert.doesNotMatch(tree, /^\s*- (textbox|spinbutton|checkbox|radio|button|combobox)(?! ")/m);
+  assert.doesNotMatch(tree, /^\s*- (textbox|spinbutton|checkbox|radio|button|combobox|slider)(?! ")/m);
   for (const algorithm of ALGORITHMS) {
     assert.equal(await page.getByRole("checkbox", { name: `send requests to this limiter (${algorithm})`, exact: true }).count(), 1);
   }
   assert.equal(await page.getByRole("textbox", { name: "burst of gcra", exact: true }).count(), 1);
   // Tab visits every control, in order, each with a focus outline.
-  const controls = await page.$$eval("input:not([disabled]), button:not([disabled]), summary, [tabindex='0']", (elements) => elements.map((element) => element.id || element.textContent.trim()));
+  const controls = await page.$$eval("input:not([disabled]), select:not([disabled]), button:not([disabled]), summary, [tabindex='0']", (elements) => elements.map((element) => element.id || element.textContent.trim()));
   // A radio group is one tab stop (arrow keys move within it): the checked radio stands for both.
   const expected = controls.filter((name) => name !== "store-redis");
   const visited = [];
@@ -493,15 +500,208 @@ function get(path, host) {
   });
 }
 
-test("the server hands /config.json (the gateway's token) to loopback hosts only, and no file outside www/ and pkg/", { skip: noChromium }, async () => {
+test("the server hands /config.json (the tokens) to loopback hosts only, and no file outside www/, pkg/ and target/pkg-multi-region/", { skip: noChromium }, async () => {
   for (const host of ["127.0.0.1", "localhost"]) {
     const { status, body } = await get("/config.json", host);
     assert.equal(status, 200);
-    assert.deepEqual(JSON.parse(body), { redis: gateway || null });
+    assert.deepEqual(JSON.parse(body), { redis: gateway || null, regions: regions ? { url: regions.url, tokens: regions.tokens } : null });
   }
   // A DNS name that another site's page rebound to 127.0.0.1 gets nothing.
   assert.equal((await get("/config.json", "evil.example")).status, 403);
   assert.equal((await get("/pkg/..%2fCargo.toml", "127.0.0.1")).status, 404);
   assert.equal((await get("/..%2fCargo.toml", "127.0.0.1")).status, 404);
+  assert.equal((await get("/pkg-multi-region/..%2f..%2fCargo.toml", "127.0.0.1")).status, 404);
   assert.equal((await get("/pkg/package.json", "127.0.0.1")).status, 200);
+  assert.equal((await get("/pkg-multi-region/index.web.js", "127.0.0.1")).status, 200);
+});
+
+/** The multi-region view's algorithms, each at five requests per hour: nothing refills while a test runs. */
+const FIVE_PER_HOUR = {
+  fixedWindow: { tokens: 5, window: "1 h" },
+  slidingWindow: { tokens: 5, window: "1 h" },
+  tokenBucket: { refillRate: 1, interval: "1 h", maxTokens: 5 },
+  gcra: { limit: 5, period: "1 h", burst: 5 },
+};
+/** The slowed region's one-way delay, in milliseconds. */
+const SLOW_MS = 400;
+const SLOW = 2;
+
+/** The request ids (with their costs) of every hash under `prefix` in region `i`, read through the gateway. */
+async function regionIds(i, prefix) {
+  const pipeline = async (commands) => {
+    const response = await fetch(`${regions.url}/pipeline`, { method: "POST", headers: { authorization: `Bearer ${regions.tokens[i]}` }, body: JSON.stringify(commands) });
+    return (await response.json()).map(({ result, error }) => {
+      if (error) throw new Error(error);
+      return result;
+    });
+  };
+  const [keys] = await pipeline([["KEYS", `${prefix}:*`]]);
+  const hashes = keys.length ? await pipeline(keys.sort().map((key) => ["HGETALL", key])) : [];
+  return Object.fromEntries(keys.map((key, n) => {
+    const ids = [];
+    for (let f = 0; f < hashes[n].length; f += 2) if (/^(\d+:)?[0-9a-f]{32}$/.test(hashes[n][f])) ids.push(`${hashes[n][f]}=${hashes[n][f + 1]}`);
+    return [key, ids.sort()];
+  }));
+}
+
+/** The multi-region view's decisions for its current limit. */
+async function regionDecisions(page) {
+  return page.evaluate(() => {
+    const prefix = document.getElementById("regions-view").dataset.prefix;
+    return playground.decisions.filter((decision) => decision.lane === "regions" && decision.prefix === prefix);
+  });
+}
+
+/**
+ * Once every answer and merge of the view's current limit is in: every region holds the same ids, as
+ * the page shows; the page's counts are the decisions'. Returns the decisions and the ids held.
+ */
+async function checkRegions(page) {
+  await page.evaluate(() => playground.settled());
+  const decisions = await regionDecisions(page);
+  const prefix = decisions[0].prefix;
+  const held = await Promise.all(regions.tokens.map((_, i) => regionIds(i, prefix)));
+  for (const [i, state] of held.entries()) assert.deepEqual(state, held[0], `region ${i} holds what region 0 holds`);
+  // The page reads the regions every half second: wait for it to show what Redis holds.
+  const identifiers = [...new Set(decisions.map((decision) => decision.identifier))];
+  const expected = identifiers.map((identifier) => {
+    const newest = Object.keys(held[0]).filter((key) => key.startsWith(`${prefix}:${identifier}:`)).sort((a, b) => Number(a.split(":").at(-1)) - Number(b.split(":").at(-1))).at(-1);
+    return { identifier, same: "true", ids: regions.tokens.map(() => String(held[0][newest].length)) };
+  }).sort((a, b) => a.identifier.localeCompare(b.identifier, undefined, { numeric: true }));
+  await page.waitForFunction(
+    (expected) => JSON.stringify([...document.querySelectorAll("#regions-held tbody tr")].map((tr) => ({
+      identifier: tr.dataset.identifier,
+      same: tr.dataset.same,
+      ids: [...tr.querySelectorAll("td[data-region]")].map((td) => td.dataset.ids),
+    }))) === JSON.stringify(expected),
+    expected,
+    { timeout: 10_000 },
+  );
+  // Each decision is counted once, under the region that answered.
+  const allowed = decisions.filter((decision) => decision.success).length;
+  await page.waitForFunction(
+    ([allowed, denied]) => document.querySelector("#regions-view [data-stat=allowed]").textContent === String(allowed) && document.querySelector("#regions-view [data-stat=denied]").textContent === String(denied),
+    [allowed, decisions.length - allowed],
+  );
+  for (const [i] of regions.tokens.entries()) {
+    const answered = decisions.filter((decision) => decision.region === i).length;
+    assert.equal(await page.textContent(`#regions-view [data-region="${i}"] [data-stat=answered]`), String(answered), `answered by region ${i}`);
+  }
+  await page.waitForSelector("#regions-view [data-stat=merging][data-count='0']");
+  assert.equal(await page.textContent("#regions-view [data-stat=merging]"), "none: every pending has settled");
+  assert.ok(decisions.every((decision) => decision.settled), "every pending settled");
+  assert.equal(await page.locator("#regions-log li").count(), Math.min(decisions.length, 50));
+  assert.equal(await page.locator("#regions-log li", { hasText: "merging…" }).count(), 0);
+  return { decisions, held };
+}
+
+test("the regions view: a slowed region lags, the fast ones answer, and once the merges settle every region holds the same ids", { skip: noRegions }, async () => {
+  const page = await openPage();
+  await page.waitForSelector("#regions-view[data-ready=true]");
+  assert.equal(await page.textContent("#regions-status"), `3 regions behind the gateway at ${regions.url}.`);
+  // Both views on one page: no id twice, for any algorithm's fields.
+  for (const algorithm of Object.keys(FIVE_PER_HOUR)) {
+    await page.selectOption("#regions-algorithm", algorithm);
+    const ids = await page.$$eval("[id]", (elements) => elements.map((element) => element.id));
+    assert.deepEqual(ids.filter((id, n) => ids.indexOf(id) !== n), [], algorithm);
+  }
+  // The delay is a slider: the arrow keys move it by 10 ms, read out in milliseconds.
+  await page.focus("#region-1-delay");
+  await page.keyboard.press("ArrowRight");
+  assert.equal(await page.getAttribute("#region-1-delay", "aria-valuetext"), "10 ms");
+  await page.keyboard.press("Home");
+  assert.equal(await page.inputValue("#region-1-delay"), "0");
+  await page.fill(`#region-${SLOW}-delay`, String(SLOW_MS));
+  assert.equal(await page.getAttribute(`#region-${SLOW}-delay`, "aria-valuetext"), `${SLOW_MS} ms`);
+  await clearOfHourBoundary();
+
+  for (const [algorithm, params] of Object.entries(FIVE_PER_HOUR)) {
+    await page.selectOption("#regions-algorithm", algorithm);
+    for (const [name, value] of Object.entries(params)) await page.fill(`#regions-${name}`, String(value));
+    assert.equal(await page.textContent("#regions-limiter-error"), "");
+    await page.fill("#regions-identifier", "client-1");
+    await page.fill("#regions-burst-size", "8");
+    await page.click("#regions-send-burst");
+    const { decisions, held } = await checkRegions(page);
+    assert.equal(decisions.length, 8, algorithm);
+    for (const decision of decisions) {
+      // The first region to reply answered: a fast one. The slowed one replied last, to every request.
+      assert.notEqual(decision.region, SLOW, `${algorithm}: answered by the slowed region`);
+      assert.equal(decision.replies[0].region, decision.region, algorithm);
+      assert.deepEqual(decision.replies.map((reply) => reply.error ?? null), [null, null, null], algorithm);
+      assert.equal(decision.replies.at(-1).region, SLOW, `${algorithm}: the slowed region replied last`);
+      assert.ok(!decision.heard.includes(SLOW), `${algorithm}: the answer did not wait for the slowed region`);
+      assert.equal(decision.limit, 5, algorithm);
+    }
+    // One client's burst reaches every region in one batch, in the same order: each admits the same
+    // five, and the answers say so.
+    assert.deepEqual(decisions.map((decision) => decision.success), [true, true, true, true, true, false, false, false], algorithm);
+    for (const decision of decisions) assert.ok(decision.replies.every((reply) => reply.admitted === decision.success), algorithm);
+    // Every region holds exactly the ids of the admitted requests, each at cost 1.
+    const admitted = decisions.filter((decision) => decision.success).map((decision) => `${decision.id}=1`).sort();
+    assert.deepEqual(Object.values(held[0]).flat().sort(), admitted, algorithm);
+    assert.ok(Object.keys(held[0]).every((key) => key.startsWith(`${decisions[0].prefix}:client-1:`)), algorithm);
+    if (algorithm === "slidingWindow") await page.locator("#regions-view").screenshot({ path: `${screenshots}regions.png` });
+  }
+  // The totals read out to screen readers.
+  const decisions = await regionDecisions(page);
+  const answered = regions.tokens.map((_, i) => `region ${i} ${decisions.filter((decision) => decision.region === i).length}`).join(", ");
+  await page.waitForFunction((summary) => document.getElementById("regions-summary").textContent === summary, `Regions: 5 allowed, 3 denied; answered by ${answered}; every merge settled.`);
+  assert.equal(await page.getAttribute("#regions-summary", "aria-live"), "polite");
+
+  // A parameter the library rejects shows its error next to its field, and nothing is sent.
+  await page.selectOption("#regions-algorithm", "tokenBucket");
+  await page.fill("#regions-maxTokens", "0");
+  assert.match(await page.textContent("#regions-maxTokens-error"), /^RangeError: Ratelimit\.tokenBucket: `maxTokens` .*got 0$/);
+  assert.equal(await page.getAttribute("#regions-maxTokens", "aria-invalid"), "true");
+  await page.click("#regions-send-one");
+  await page.evaluate(() => playground.settled());
+  assert.equal((await regionDecisions(page)).length, 0);
+  await page.fill("#regions-maxTokens", "5");
+  assert.equal(await page.textContent("#regions-maxTokens-error"), "");
+  assert.deepEqual(page.errors, []);
+  await closePage(page);
+});
+
+test("the regions view at a phone's size: simulated clients at a rate, no sideways scrolling, and the regions converge", { skip: noRegions }, async () => {
+  const page = await openPage({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
+  await page.waitForSelector("#regions-view[data-ready=true]");
+  await page.selectOption("#regions-algorithm", "slidingWindow");
+  await page.fill("#regions-tokens", "5");
+  await page.fill("#regions-window", "1 h");
+  await page.fill(`#region-${SLOW}-delay`, String(SLOW_MS));
+  await clearOfHourBoundary();
+  await page.fill("#regions-clients", "2");
+  await page.fill("#regions-rate", "10");
+  await page.tap("#regions-run");
+  assert.equal(await page.textContent("#regions-run"), "Stop");
+  await page.waitForFunction(() => playground.decisions.filter((decision) => decision.lane === "regions").length >= 20);
+  await page.tap("#regions-run");
+  assert.equal(await page.textContent("#regions-run"), "Start");
+  const { decisions, held } = await checkRegions(page);
+  for (const client of ["client-1", "client-2"]) {
+    const mine = decisions.filter((decision) => decision.identifier === client);
+    assert.ok(mine.length >= 5, `${client} sent ${mine.length}`);
+    // One client's requests reach each region in the order sent: the first five are admitted.
+    assert.deepEqual(mine.map((decision) => decision.success), mine.map((_, n) => n < 5), client);
+    assert.ok(mine.every((decision) => decision.region !== SLOW && !decision.heard.includes(SLOW)), client);
+  }
+  assert.equal(Object.values(held[0]).flat().length, 10);
+  const layout = await page.evaluate(() => {
+    const width = document.documentElement.clientWidth;
+    const outside = [...document.querySelectorAll("body *")]
+      .filter((element) => element.getClientRects().length > 0 && element.getBoundingClientRect().right > width + 0.5)
+      .map((element) => element.id || element.className || element.tagName);
+    const small = [...document.querySelectorAll("#regions-view button, #regions-view input, #regions-view select")]
+      .filter((element) => element.getBoundingClientRect().height < 44)
+      .map((element) => element.id);
+    return { width, scrollWidth: document.documentElement.scrollWidth, outside, small };
+  });
+  assert.equal(layout.width, 390);
+  assert.equal(layout.scrollWidth, 390, `wider than the screen: ${layout.outside.join(", ")}`);
+  assert.deepEqual(layout.outside, []);
+  assert.deepEqual(layout.small, [], "touch targets under 44 px");
+  await page.locator("#regions-view").screenshot({ path: `${screenshots}regions-phone.png` });
+  assert.deepEqual(page.errors, []);
+  await closePage(page);
 });
