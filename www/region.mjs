@@ -106,7 +106,8 @@ export class Region {
     try {
       await sleep(this.delay);
       // Without keepalive: Chrome refuses keepalive requests once those in flight carry 64 KiB of
-      // bodies together, which a burst's decisions and merges can reach.
+      // bodies together. The package keeps its own requests within that, but this page loads two
+      // copies of it (pkg/ and the multi-region build), each counting only its own.
       const response = await fetch(url, { ...init, keepalive: false });
       const body = await response.arrayBuffer();
       await sleep(this.delay);
