@@ -349,3 +349,30 @@ async fn guarded_and_plain_scripts_decide_identically() {
         "{admitted} admitted, {limited} limited"
     );
 }
+
+/// A gateway that runs only the scripts it knows (`--known-scripts-only`) knows the guarded ones: the
+/// first call of each (EVALSHA, then EVAL) and the ones after are answered, not refused.
+#[tokio::test]
+async fn the_guarded_scripts_run_behind_a_gateway_that_knows_only_its_scripts() {
+    let redis = support::Redis::start();
+    let gateway = support::Gateway(test_support::Gateway::in_front_of(
+        &redis,
+        &["--known-scripts-only"],
+    ));
+    for (index, rule) in hour_limits(3).into_iter().enumerate() {
+        let limiter = Ratelimit::new(RedisBackend::new(gateway.transport()), rule)
+            .with_prefix(&format!("known{index}"))
+            .with_ephemeral_cache(None)
+            .with_analytics(true)
+            .with_protection(true)
+            .unwrap();
+        for _ in 0..2 {
+            let (response, _) = limiter
+                .limit_request("u", 1.0, &Request::default())
+                .await
+                .unwrap();
+            assert!(response.success, "{}", rule.name());
+            assert_eq!(response.reason, None, "{}", rule.name());
+        }
+    }
+}
