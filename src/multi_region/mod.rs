@@ -69,6 +69,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::{quote, Error, Result};
 use crate::maybe_send::BoxFuture;
+use crate::ratelimit::deadline::Deadline;
 use crate::ratelimit::{
     EphemeralCache, FailMode, Pending, Reason, Remaining, Response, DEFAULT_CACHE_SIZE,
     DEFAULT_PREFIX,
@@ -264,18 +265,14 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
         S: Fn(Duration) -> F,
         F: Future<Output = ()>,
     {
-        let deadline = self.clock.now_micros() + timeout.as_micros() as u64;
+        let deadline = Deadline::after(self.clock.now_micros(), timeout);
         let mut pendings = Vec::new();
         let response = loop {
             let (response, pending) = self.limit_with_pending(identifier, rate).await?;
             pendings.push(pending);
-            let Some(wait) = response.retry_after.filter(|_| !response.success) else {
+            let Some(wait) = deadline.wait(self.clock.now_micros(), &response) else {
                 break response;
             };
-            let wait = wait.max(Duration::from_millis(1));
-            if self.clock.now_micros() + wait.as_micros() as u64 > deadline {
-                break response;
-            }
             sleep(wait).await;
         };
         let pending: Pending = Box::pin(async move {

@@ -6,6 +6,7 @@
 //! Keys are `<prefix>:<identifier>`, the layout of `@upstash/ratelimit`, so both can share one limit.
 
 pub mod analytics;
+pub(crate) mod deadline;
 pub mod deny_list;
 mod ephemeral_cache;
 mod guarded;
@@ -24,6 +25,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::maybe_send::BoxFuture;
+use deadline::Deadline;
 use local_counts::LocalCounts;
 use std::future::Future;
 use std::sync::Arc;
@@ -359,18 +361,12 @@ impl Ratelimit {
         S: Fn(Duration) -> F,
         F: Future<Output = ()>,
     {
-        // Saturating: a timeout of `Duration::MAX` waits for ever.
-        let micros = |duration: Duration| u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
-        let deadline = self.clock.now_micros().saturating_add(micros(timeout));
+        let deadline = Deadline::after(self.clock.now_micros(), timeout);
         loop {
             let response = self.limit(identifier, rate).await?;
-            let Some(wait) = response.retry_after.filter(|_| !response.success) else {
+            let Some(wait) = deadline.wait(self.clock.now_micros(), &response) else {
                 return Ok(response);
             };
-            let wait = wait.max(Duration::from_millis(1));
-            if self.clock.now_micros().saturating_add(micros(wait)) > deadline {
-                return Ok(response);
-            }
             sleep(wait).await;
         }
     }
