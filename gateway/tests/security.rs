@@ -258,13 +258,7 @@ fn the_gateway_refuses_to_start_with_a_user_that_may_run_denied_commands() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replies_and_pipelines_are_bounded() {
-    let redis = Redis::start();
-    let mib = "x".repeat(1024 * 1024);
-    let _: () = redis::cmd("SET")
-        .arg("big")
-        .arg(&mib)
-        .query(&mut redis.conn(0))
-        .expect("set");
+    let redis = redis_with_a_mib_value();
     let limit = (2 * 1024 * 1024 + 1024).to_string();
     let gw = Gateway::in_front_of(
         &redis,
@@ -304,6 +298,17 @@ async fn replies_and_pipelines_are_bounded() {
     assert_eq!(r.status, 200);
 }
 
+/// Redis holding a value of 1 MiB under `big`.
+fn redis_with_a_mib_value() -> Redis {
+    let redis = Redis::start();
+    let _: () = redis::cmd("SET")
+        .arg("big")
+        .arg("x".repeat(1024 * 1024))
+        .query(&mut redis.conn(0))
+        .expect("set");
+    redis
+}
+
 /// A line of `/proc/<pid>/status` in KiB (`VmRSS`, `VmHWM`).
 fn memory_kib(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
@@ -316,13 +321,7 @@ fn memory_kib(pid: u32, field: &str) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_huge_reply_is_refused_while_it_is_read_and_memory_stays_bounded() {
-    let redis = Redis::start();
-    let mib = "x".repeat(1024 * 1024);
-    let _: () = redis::cmd("SET")
-        .arg("big")
-        .arg(&mib)
-        .query(&mut redis.conn(0))
-        .expect("set");
+    let redis = redis_with_a_mib_value();
     let limit = 4 * 1024 * 1024;
     let gw = Gateway::in_front_of(&redis, &["--max-reply-bytes", &limit.to_string()]);
     let c = http();
