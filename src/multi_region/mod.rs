@@ -213,22 +213,9 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
             let cost = self.cost(rate)?;
             let now = self.clock.now_micros();
             let now_ms = now / 1_000;
-            if let Some(cache) = &self.cache {
-                if rate > 0.0 {
-                    if let Some(block) = cache.blocked(&key, rate, now_ms) {
-                        let response = Response {
-                            success: false,
-                            limit: block.limit,
-                            remaining: 0.0,
-                            reset: block.until_ms,
-                            retry_after: Some(Duration::from_millis(block.until_ms - now_ms)),
-                            reason: Some(Reason::CacheBlock),
-                        };
-                        return Ok((response, settled()));
-                    }
-                } else if rate < 0.0 {
-                    cache.remove(&key);
-                }
+            let cached = self.cache.as_ref();
+            if let Some(block) = cached.and_then(|cache| cache.answer(&key, rate, now_ms)) {
+                return Ok((block, settled()));
             }
             let (decision, pending) = match self.decide(&key, cost, now).await {
                 Ok(decided) => decided,
@@ -237,15 +224,8 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
                     return Ok((response, settled()));
                 }
             };
-            if let (Some(cache), false, Some(retry_after)) =
-                (&self.cache, decision.allowed, decision.retry_after)
-            {
-                let until_ms = now_ms
-                    .saturating_add(retry_after.as_millis() as u64)
-                    .min(decision.reset.max(now_ms));
-                if until_ms > now_ms && rate > 0.0 {
-                    cache.insert(key, rate, until_ms, decision.limit, now_ms);
-                }
+            if let Some(cache) = &self.cache {
+                cache.learn(key, rate, &decision, now_ms);
             }
             Ok((response(decision), pending))
         })

@@ -310,22 +310,7 @@ impl Ratelimit {
     /// The ephemeral cache's answer when it knows that `rate` on `key` is denied at `now_ms`; a refund
     /// forgets what it knows of `key`.
     fn cached_block(&self, key: &str, rate: f64, now_ms: u64) -> Option<Response> {
-        let cache = self.cache.as_ref()?;
-        if rate > 0.0 {
-            let block = cache.blocked(key, rate, now_ms)?;
-            return Some(Response {
-                success: false,
-                limit: block.limit,
-                remaining: 0.0,
-                reset: block.until_ms,
-                retry_after: Some(Duration::from_millis(block.until_ms - now_ms)),
-                reason: Some(Reason::CacheBlock),
-            });
-        }
-        if rate < 0.0 {
-            cache.remove(key);
-        }
-        None
+        self.cache.as_ref()?.answer(key, rate, now_ms)
     }
 
     /// Keeps what the backend's `decision` on `key` says for the local caches: the count of local
@@ -335,15 +320,8 @@ impl Ratelimit {
         if let Some(counts) = &self.local_counts {
             let window = counts.window(now_micros);
             counts.answered(&key, window, rate, used(decision), decision.limit);
-        } else if let (Some(cache), false, Some(retry_after)) =
-            (&self.cache, decision.allowed, decision.retry_after)
-        {
-            let until_ms = now_ms
-                .saturating_add(retry_after.as_millis() as u64)
-                .min(decision.reset.max(now_ms));
-            if until_ms > now_ms && rate > 0.0 {
-                cache.insert(key, rate, until_ms, decision.limit, now_ms);
-            }
+        } else if let Some(cache) = &self.cache {
+            cache.learn(key, rate, decision, now_ms);
         }
     }
 
