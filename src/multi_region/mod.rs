@@ -71,7 +71,7 @@ use crate::error::{quote, Error, Result};
 use crate::maybe_send::BoxFuture;
 use crate::ratelimit::deadline::Deadline;
 use crate::ratelimit::{
-    EphemeralCache, FailMode, Pending, Reason, Remaining, Response, DEFAULT_CACHE_SIZE,
+    limit_key, EphemeralCache, FailMode, Pending, Reason, Remaining, Response, DEFAULT_CACHE_SIZE,
     DEFAULT_PREFIX,
 };
 use crate::redis::{Reply, RestClient};
@@ -86,9 +86,6 @@ use std::time::Duration;
 /// How many requests a limit remembers from its replies, over every key (see [`Known`]): about
 /// 100 bytes each.
 const KNOWN_REQUESTS: usize = 20_000;
-
-/// Where the dynamic limit of a prefix is stored in each region, as `@upstash/ratelimit`.
-const DYNAMIC_LIMIT_SUFFIX: &str = ":dynamic:global";
 
 /// A limit replicated over several Redis databases, one per region (see the module's documentation).
 pub struct MultiRegionRatelimit<T> {
@@ -159,7 +156,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
     /// The same limit with dynamic limits on or off: when on, the limit stored under
     /// `<prefix>:dynamic:global` in a region replaces the capacity there.
     pub fn with_dynamic_limits(mut self, enabled: bool) -> Self {
-        self.limit_key = enabled.then(|| self.prefix.clone() + DYNAMIC_LIMIT_SUFFIX);
+        self.limit_key = limit_key(&self.prefix, enabled);
         self
     }
 

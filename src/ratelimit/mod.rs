@@ -512,7 +512,7 @@ impl Ratelimit {
 }
 
 /// Where the dynamic limit of `prefix` is stored, if dynamic limits are `enabled`.
-fn limit_key(prefix: &str, enabled: bool) -> Option<String> {
+pub(crate) fn limit_key(prefix: &str, enabled: bool) -> Option<String> {
     enabled.then(|| prefix.to_owned() + DYNAMIC_LIMIT_SUFFIX)
 }
 
