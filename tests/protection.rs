@@ -6,33 +6,12 @@
 
 mod support;
 
-use edgelimit::algorithm::Algorithm;
 use edgelimit::ratelimit::{analytics, Ratelimit, Reason, Request};
-use edgelimit::redis::{RestClient, GUARDED_SCRIPTS};
-use edgelimit::{
-    Error, FixedWindow, Gcra, MemoryBackend, RedisBackend, SlidingWindow, TokenBucket,
-};
+use edgelimit::redis::GUARDED_SCRIPTS;
+use edgelimit::{Error, FixedWindow, MemoryBackend, RedisBackend};
 use serde_json::{json, Value};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use support::{Counting, Servers};
-
-fn hour_limits(capacity: u64) -> Vec<Algorithm> {
-    let hour = Duration::from_secs(3600);
-    vec![
-        FixedWindow::new(capacity, hour).unwrap().into(),
-        SlidingWindow::new(capacity, hour).unwrap().into(),
-        TokenBucket::new(1, hour, capacity).unwrap().into(),
-        Gcra::new(capacity, hour, capacity).unwrap().into(),
-    ]
-}
-
-async fn command(servers: &Servers, command: &[&str]) -> Value {
-    let reply = RestClient::new(servers.gateway.transport())
-        .command(command)
-        .await
-        .unwrap();
-    serde_json::from_str(&reply.to_string()).unwrap()
-}
+use support::{command, hour_limits, Counting, Servers};
 
 fn now_ms() -> u64 {
     SystemTime::now()
@@ -45,7 +24,9 @@ fn now_ms() -> u64 {
 async fn every_guarded_script_loads_on_redis_under_the_sha_the_crate_computes() {
     let servers = Servers::start();
     for script in GUARDED_SCRIPTS {
-        let sha = command(&servers, &["SCRIPT", "LOAD", script.source()]).await;
+        let sha = command(&servers, &["SCRIPT", "LOAD", script.source()])
+            .await
+            .unwrap();
         assert_eq!(sha, json!(script.sha1()), "{}", script.name());
     }
 }
@@ -66,7 +47,8 @@ async fn a_denied_value_is_answered_in_one_request_without_counting() {
             &servers,
             &["SADD", &deny_key, "bad-id", "6.6.6.6", "evil-agent", "XX"],
         )
-        .await;
+        .await
+        .unwrap();
         let request = |ip, user_agent, country| Request {
             ip,
             user_agent,
@@ -154,7 +136,9 @@ async fn analytics_are_recorded_as_core_analytics_reads_them_in_the_same_request
         .with_analytics(true)
         .with_protection(true)
         .unwrap();
-    command(&servers, &["SADD", "stats:denyList:all", "9.9.9.9"]).await;
+    command(&servers, &["SADD", "stats:denyList:all", "9.9.9.9"])
+        .await
+        .unwrap();
     let geo = [("country", "DE"), ("city", "Berlin")];
     let request = Request {
         geo: &geo,
@@ -183,7 +167,9 @@ async fn analytics_are_recorded_as_core_analytics_reads_them_in_the_same_request
         analytics::events_key("stats", before),
         analytics::events_key("stats", after),
     ] {
-        let found = command(&servers, &["ZRANGE", &key, "0", "-1", "WITHSCORES"]).await;
+        let found = command(&servers, &["ZRANGE", &key, "0", "-1", "WITHSCORES"])
+            .await
+            .unwrap();
         for pair in found.as_array().unwrap().chunks(2) {
             let member = pair[0].as_str().unwrap().to_owned();
             let score: u64 = pair[1].as_str().unwrap().parse().unwrap();
@@ -221,12 +207,16 @@ async fn answers_given_without_redis_record_their_event_in_the_pending_work() {
         .unwrap();
     assert_eq!(answer.response.reason, Some(Reason::CacheBlock));
     let member = r#"{"identifier":"u","success":false}"#;
-    let before = command(&servers, &["ZSCORE", &key(), member]).await;
+    let before = command(&servers, &["ZSCORE", &key(), member])
+        .await
+        .unwrap();
     answer
         .pending
         .expect("the event of a cached block is pending")
         .await;
-    let after = command(&servers, &["ZSCORE", &key(), member]).await;
+    let after = command(&servers, &["ZSCORE", &key(), member])
+        .await
+        .unwrap();
     let score = |value: Value| {
         value
             .as_str()
@@ -275,7 +265,8 @@ async fn the_guarded_scripts_read_the_dynamic_limit_and_the_redis_clock_as_the_p
             &servers,
             &["SADD", &format!("{prefix}:denyList:all"), "9.9.9.9"],
         )
-        .await;
+        .await
+        .unwrap();
         let mut answers = Vec::new();
         for _ in 0..3 {
             let (response, _) = limiter
@@ -341,8 +332,16 @@ async fn guarded_and_plain_scripts_decide_identically() {
             .as_str()
             .map_or(0, |text| text.parse::<u64>().unwrap())
     };
-    let admitted = score(command(&servers, &["ZSCORE", "guarded:events", "yes"]).await);
-    let limited = score(command(&servers, &["ZSCORE", "guarded:events", "no"]).await);
+    let admitted = score(
+        command(&servers, &["ZSCORE", "guarded:events", "yes"])
+            .await
+            .unwrap(),
+    );
+    let limited = score(
+        command(&servers, &["ZSCORE", "guarded:events", "no"])
+            .await
+            .unwrap(),
+    );
     assert_eq!(admitted + limited, 4 * 60, "one event per decision");
     assert!(
         admitted > 0 && limited > 0,

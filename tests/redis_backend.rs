@@ -7,36 +7,18 @@ mod support;
 
 use edgelimit::algorithm::Algorithm;
 use edgelimit::ratelimit::Ratelimit;
-use edgelimit::redis::{RestClient, SCRIPTS};
+use edgelimit::redis::SCRIPTS;
 use edgelimit::transport::HttpTransport;
 use edgelimit::{
     Backend, Error, FixedWindow, Gcra, ManualClock, MemoryBackend, RedisBackend, SlidingWindow,
     TokenBucket,
 };
-use serde_json::{json, Value};
+use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
-use support::{Counting, Random, Servers, TOKEN};
+use support::{command, hour_limits, Counting, Random, Servers, TOKEN};
 
 const EPOCH_MS: u64 = 1_700_000_000_000;
-
-fn hour_limits(capacity: u64) -> Vec<Algorithm> {
-    let hour = Duration::from_secs(3600);
-    vec![
-        FixedWindow::new(capacity, hour).unwrap().into(),
-        SlidingWindow::new(capacity, hour).unwrap().into(),
-        TokenBucket::new(1, hour, capacity).unwrap().into(),
-        Gcra::new(capacity, hour, capacity).unwrap().into(),
-    ]
-}
-
-async fn command(servers: &Servers, command: &[&str]) -> edgelimit::Result<Value> {
-    let reply = RestClient::new(servers.gateway.transport())
-        .command(command)
-        .await?;
-    // The crate's own JSON value, written out and read back by serde_json to compare with `json!`.
-    Ok(serde_json::from_str(&reply.to_string()).expect("the crate writes valid JSON"))
-}
 
 async fn pttl(servers: &Servers, key: &str) -> i64 {
     command(servers, &["PTTL", key])

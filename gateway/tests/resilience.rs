@@ -136,11 +136,7 @@ while true do t = redis.call('TIME'); if t[1] * 1000000 + t[2] - start > 600000 
 return 'done'"#;
     let request = spawn_post(gw.url(), json!(["EVAL", slow, 0]).to_string());
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &gw.pid().to_string()])
-        .status()
-        .expect("kill");
-    assert!(status.success());
+    gw.terminate();
     let r = request.await.expect("request task").expect("http request");
     assert_eq!(r.json, json!({"result": "done"}));
     assert_eq!(
@@ -297,11 +293,7 @@ return 'done'"#;
     let _request = spawn_post(gw.url(), json!(["EVAL", slow, 0]).to_string());
     tokio::time::sleep(Duration::from_millis(200)).await;
     let started = Instant::now();
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &gw.pid().to_string()])
-        .status()
-        .expect("kill");
-    assert!(status.success());
+    gw.terminate();
     let exit = gw.wait_exit(Duration::from_secs(5));
     assert_eq!(
         exit,
@@ -405,11 +397,7 @@ fn a_lingering_connection_does_not_hold_up_shutdown() {
     // The gateway lingers on that connection for the rest of the body; a shutdown ends it.
     std::thread::sleep(Duration::from_millis(200));
     let started = Instant::now();
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &gw.pid().to_string()])
-        .status()
-        .expect("kill");
-    assert!(status.success());
+    gw.terminate();
     assert_eq!(gw.wait_exit(Duration::from_secs(3)), Some(true));
     assert!(
         started.elapsed() < Duration::from_secs(2),

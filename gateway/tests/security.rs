@@ -149,6 +149,17 @@ async fn known_scripts_only_refuses_any_other_lua() {
     assert_eq!(kept.as_deref(), Some("me"));
 }
 
+/// A new Redis holding `value` under `key` (in database 0).
+fn redis_holding(key: &str, value: &str) -> Redis {
+    let redis = Redis::start();
+    let _: () = redis::cmd("SET")
+        .arg(key)
+        .arg(value)
+        .query(&mut redis.conn(0))
+        .expect("set");
+    redis
+}
+
 fn sha1_hex(text: &str) -> String {
     sha1_smol::Sha1::from(text).digest().to_string()
 }
@@ -156,12 +167,7 @@ fn sha1_hex(text: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readme_acl_user_stops_lua_from_flushing_or_migrating() {
     // The harness's gateway connects as the user of gateway/README.md ("Redis ACL").
-    let redis = Redis::start();
-    let _: () = redis::cmd("SET")
-        .arg("keep")
-        .arg("me")
-        .query(&mut redis.conn(0))
-        .expect("set");
+    let redis = redis_holding("keep", "me");
     let gw = Gateway::in_front_of(&redis, &[]);
     let c = http();
     for script in [
@@ -258,13 +264,7 @@ fn the_gateway_refuses_to_start_with_a_user_that_may_run_denied_commands() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replies_and_pipelines_are_bounded() {
-    let redis = Redis::start();
-    let mib = "x".repeat(1024 * 1024);
-    let _: () = redis::cmd("SET")
-        .arg("big")
-        .arg(&mib)
-        .query(&mut redis.conn(0))
-        .expect("set");
+    let redis = redis_holding("big", &"x".repeat(1024 * 1024));
     let limit = (2 * 1024 * 1024 + 1024).to_string();
     let gw = Gateway::in_front_of(
         &redis,
@@ -316,13 +316,7 @@ fn memory_kib(pid: u32, field: &str) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_huge_reply_is_refused_while_it_is_read_and_memory_stays_bounded() {
-    let redis = Redis::start();
-    let mib = "x".repeat(1024 * 1024);
-    let _: () = redis::cmd("SET")
-        .arg("big")
-        .arg(&mib)
-        .query(&mut redis.conn(0))
-        .expect("set");
+    let redis = redis_holding("big", &"x".repeat(1024 * 1024));
     let limit = 4 * 1024 * 1024;
     let gw = Gateway::in_front_of(&redis, &["--max-reply-bytes", &limit.to_string()]);
     let c = http();
@@ -393,12 +387,7 @@ async fn a_huge_reply_is_refused_while_it_is_read_and_memory_stays_bounded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_only_redis_user_is_checked_for_writes_and_scripts_cannot_write() {
-    let redis = Redis::start();
-    let _: () = redis::cmd("SET")
-        .arg("keep")
-        .arg("me")
-        .query(&mut redis.conn(0))
-        .expect("set");
+    let redis = redis_holding("keep", "me");
     // A read-write user behind read-only tokens alone: refused, naming writes.
     let stderr = gateway_refusal(&[
         "--redis",

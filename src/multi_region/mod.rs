@@ -69,8 +69,9 @@ use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::{quote, Error, Result};
 use crate::maybe_send::BoxFuture;
+use crate::ratelimit::deadline::Deadline;
 use crate::ratelimit::{
-    EphemeralCache, FailMode, Pending, Reason, Remaining, Response, DEFAULT_CACHE_SIZE,
+    limit_key, EphemeralCache, FailMode, Pending, Reason, Remaining, Response, DEFAULT_CACHE_SIZE,
     DEFAULT_PREFIX,
 };
 use crate::redis::{Reply, RestClient};
@@ -85,9 +86,6 @@ use std::time::Duration;
 /// How many requests a limit remembers from its replies, over every key (see [`Known`]): about
 /// 100 bytes each.
 const KNOWN_REQUESTS: usize = 20_000;
-
-/// Where the dynamic limit of a prefix is stored in each region, as `@upstash/ratelimit`.
-const DYNAMIC_LIMIT_SUFFIX: &str = ":dynamic:global";
 
 /// A limit replicated over several Redis databases, one per region (see the module's documentation).
 pub struct MultiRegionRatelimit<T> {
@@ -158,7 +156,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
     /// The same limit with dynamic limits on or off: when on, the limit stored under
     /// `<prefix>:dynamic:global` in a region replaces the capacity there.
     pub fn with_dynamic_limits(mut self, enabled: bool) -> Self {
-        self.limit_key = enabled.then(|| self.prefix.clone() + DYNAMIC_LIMIT_SUFFIX);
+        self.limit_key = limit_key(&self.prefix, enabled);
         self
     }
 
@@ -212,22 +210,9 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
             let cost = self.cost(rate)?;
             let now = self.clock.now_micros();
             let now_ms = now / 1_000;
-            if let Some(cache) = &self.cache {
-                if rate > 0.0 {
-                    if let Some(block) = cache.blocked(&key, rate, now_ms) {
-                        let response = Response {
-                            success: false,
-                            limit: block.limit,
-                            remaining: 0.0,
-                            reset: block.until_ms,
-                            retry_after: Some(Duration::from_millis(block.until_ms - now_ms)),
-                            reason: Some(Reason::CacheBlock),
-                        };
-                        return Ok((response, settled()));
-                    }
-                } else if rate < 0.0 {
-                    cache.remove(&key);
-                }
+            let cached = self.cache.as_ref();
+            if let Some(block) = cached.and_then(|cache| cache.answer(&key, rate, now_ms)) {
+                return Ok((block, settled()));
             }
             let (decision, pending) = match self.decide(&key, cost, now).await {
                 Ok(decided) => decided,
@@ -236,15 +221,8 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
                     return Ok((response, settled()));
                 }
             };
-            if let (Some(cache), false, Some(retry_after)) =
-                (&self.cache, decision.allowed, decision.retry_after)
-            {
-                let until_ms = now_ms
-                    .saturating_add(retry_after.as_millis() as u64)
-                    .min(decision.reset.max(now_ms));
-                if until_ms > now_ms && rate > 0.0 {
-                    cache.insert(key, rate, until_ms, decision.limit, now_ms);
-                }
+            if let Some(cache) = &self.cache {
+                cache.learn(key, rate, &decision, now_ms);
             }
             Ok((response(decision), pending))
         })
@@ -264,18 +242,14 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
         S: Fn(Duration) -> F,
         F: Future<Output = ()>,
     {
-        let deadline = self.clock.now_micros() + timeout.as_micros() as u64;
+        let deadline = Deadline::after(self.clock.now_micros(), timeout);
         let mut pendings = Vec::new();
         let response = loop {
             let (response, pending) = self.limit_with_pending(identifier, rate).await?;
             pendings.push(pending);
-            let Some(wait) = response.retry_after.filter(|_| !response.success) else {
+            let Some(wait) = deadline.wait(self.clock.now_micros(), &response) else {
                 break response;
             };
-            let wait = wait.max(Duration::from_millis(1));
-            if self.clock.now_micros() + wait.as_micros() as u64 > deadline {
-                break response;
-            }
             sleep(wait).await;
         };
         let pending: Pending = Box::pin(async move {

@@ -3,9 +3,12 @@
 
 // hashbrown's map rather than std's: the memory backend's table is hashbrown's, so the wasm package
 // carries one copy of the table code, not two.
+use super::{Reason, Response};
+use crate::decision::Decision;
 use crate::key_hasher::KeyHasher;
 use hashbrown::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 /// Identifiers known to be blocked until some time, at most `max_entries` of them. One cache may be
 /// shared by several [`Ratelimit`](super::Ratelimit)s (keys carry their prefix).
@@ -94,6 +97,39 @@ impl EphemeralCache {
     /// Forgets `key`.
     pub(crate) fn remove(&self, key: &str) {
         self.lock().remove(key);
+    }
+
+    /// The answer to a request of `rate` on `key` at `now_ms` when it is known to be denied; a refund
+    /// (a negative rate) forgets what is known of `key` instead.
+    pub(crate) fn answer(&self, key: &str, rate: f64, now_ms: u64) -> Option<Response> {
+        if rate > 0.0 {
+            let block = self.blocked(key, rate, now_ms)?;
+            return Some(Response {
+                success: false,
+                limit: block.limit,
+                remaining: 0.0,
+                reset: block.until_ms,
+                retry_after: Some(Duration::from_millis(block.until_ms - now_ms)),
+                reason: Some(Reason::CacheBlock),
+            });
+        }
+        if rate < 0.0 {
+            self.remove(key);
+        }
+        None
+    }
+
+    /// Keeps the block a denial (`decision`) of `rate` on `key` at `now_ms` says, until the request
+    /// could be admitted again, and no later than the window's reset.
+    pub(crate) fn learn(&self, key: String, rate: f64, decision: &Decision, now_ms: u64) {
+        if let (false, Some(retry_after)) = (decision.allowed, decision.retry_after) {
+            let until_ms = now_ms
+                .saturating_add(retry_after.as_millis() as u64)
+                .min(decision.reset.max(now_ms));
+            if until_ms > now_ms && rate > 0.0 {
+                self.insert(key, rate, until_ms, decision.limit, now_ms);
+            }
+        }
     }
 }
 

@@ -6,6 +6,7 @@
 //! Keys are `<prefix>:<identifier>`, the layout of `@upstash/ratelimit`, so both can share one limit.
 
 pub mod analytics;
+pub(crate) mod deadline;
 pub mod deny_list;
 mod ephemeral_cache;
 mod guarded;
@@ -24,6 +25,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::maybe_send::BoxFuture;
+use deadline::Deadline;
 use local_counts::LocalCounts;
 use std::future::Future;
 use std::sync::Arc;
@@ -308,22 +310,7 @@ impl Ratelimit {
     /// The ephemeral cache's answer when it knows that `rate` on `key` is denied at `now_ms`; a refund
     /// forgets what it knows of `key`.
     fn cached_block(&self, key: &str, rate: f64, now_ms: u64) -> Option<Response> {
-        let cache = self.cache.as_ref()?;
-        if rate > 0.0 {
-            let block = cache.blocked(key, rate, now_ms)?;
-            return Some(Response {
-                success: false,
-                limit: block.limit,
-                remaining: 0.0,
-                reset: block.until_ms,
-                retry_after: Some(Duration::from_millis(block.until_ms - now_ms)),
-                reason: Some(Reason::CacheBlock),
-            });
-        }
-        if rate < 0.0 {
-            cache.remove(key);
-        }
-        None
+        self.cache.as_ref()?.answer(key, rate, now_ms)
     }
 
     /// Keeps what the backend's `decision` on `key` says for the local caches: the count of local
@@ -333,15 +320,8 @@ impl Ratelimit {
         if let Some(counts) = &self.local_counts {
             let window = counts.window(now_micros);
             counts.answered(&key, window, rate, used(decision), decision.limit);
-        } else if let (Some(cache), false, Some(retry_after)) =
-            (&self.cache, decision.allowed, decision.retry_after)
-        {
-            let until_ms = now_ms
-                .saturating_add(retry_after.as_millis() as u64)
-                .min(decision.reset.max(now_ms));
-            if until_ms > now_ms && rate > 0.0 {
-                cache.insert(key, rate, until_ms, decision.limit, now_ms);
-            }
+        } else if let Some(cache) = &self.cache {
+            cache.learn(key, rate, decision, now_ms);
         }
     }
 
@@ -359,18 +339,12 @@ impl Ratelimit {
         S: Fn(Duration) -> F,
         F: Future<Output = ()>,
     {
-        // Saturating: a timeout of `Duration::MAX` waits for ever.
-        let micros = |duration: Duration| u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
-        let deadline = self.clock.now_micros().saturating_add(micros(timeout));
+        let deadline = Deadline::after(self.clock.now_micros(), timeout);
         loop {
             let response = self.limit(identifier, rate).await?;
-            let Some(wait) = response.retry_after.filter(|_| !response.success) else {
+            let Some(wait) = deadline.wait(self.clock.now_micros(), &response) else {
                 return Ok(response);
             };
-            let wait = wait.max(Duration::from_millis(1));
-            if self.clock.now_micros().saturating_add(micros(wait)) > deadline {
-                return Ok(response);
-            }
             sleep(wait).await;
         }
     }
@@ -538,7 +512,7 @@ impl Ratelimit {
 }
 
 /// Where the dynamic limit of `prefix` is stored, if dynamic limits are `enabled`.
-fn limit_key(prefix: &str, enabled: bool) -> Option<String> {
+pub(crate) fn limit_key(prefix: &str, enabled: bool) -> Option<String> {
     enabled.then(|| prefix.to_owned() + DYNAMIC_LIMIT_SUFFIX)
 }
 

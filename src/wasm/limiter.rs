@@ -48,7 +48,18 @@ impl Kind {
 type Params = (u64, u64, Option<u64>);
 
 /// The arguments of the window factories.
-pub const WINDOW_FIELDS: [&str; 3] = ["tokens", "window", ""];
+const WINDOW_FIELDS: [&str; 3] = ["tokens", "window", ""];
+
+/// The limiter object of the window factory `context` (`fixedWindow`, `slidingWindow`, ...), from
+/// `tokens` and `window`.
+pub fn window(context: &str, kind: Kind, tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
+    make(
+        context,
+        kind,
+        WINDOW_FIELDS,
+        [tokens, window, JsValue::UNDEFINED],
+    )
+}
 
 /// The limiter object of the factory `context` (`Ratelimit.<name>`), from its arguments.
 pub fn make(

@@ -30,6 +30,7 @@
 
 mod errors;
 mod headers;
+mod limit_methods;
 mod limit_options;
 mod limiter;
 #[cfg(feature = "multi-region")]

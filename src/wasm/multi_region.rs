@@ -2,16 +2,19 @@
 //! `@upstash/ratelimit`'s class of that name.
 
 use super::errors::{to_js_error, type_error};
+use super::limit_methods::{self as methods, JsLimit};
 use super::limit_options as shared;
 use super::limiter::{self, Kind};
 use super::options::{self, get, JsResult};
-use super::promise::promise;
 use super::redis::RedisConfig;
 use super::sleep::sleep;
 use crate::multi_region::MultiRegionRatelimit;
+use crate::ratelimit::{Pending, Remaining, Response};
 use crate::transport::FetchTransport;
 use js_sys::{Array, Promise};
+use std::future::Future;
 use std::rc::Rc;
+use std::time::Duration;
 use wasm_bindgen::prelude::*;
 
 /// The options of `new MultiRegionRatelimit`: those of `Ratelimit` that apply across regions, and
@@ -117,121 +120,124 @@ impl JsMultiRegionRatelimit {
     /// reason? }`, answered by the first region to reply; `pending` merges the regions and never
     /// rejects.
     pub fn limit(&self, identifier: JsValue, options: JsValue) -> Promise {
-        const CONTEXT: &str = "MultiRegionRatelimit.limit";
-        let arguments = shared::limit_arguments(CONTEXT, &identifier, &options);
-        let limiter = Rc::clone(&self.inner);
-        promise(Box::pin(async move {
-            let (identifier, rate) = arguments?;
-            let (response, pending) = limiter
-                .limit_with_pending(&identifier, rate)
-                .await
-                .map_err(|error| shared::limit_error(CONTEXT, error, rate))?;
-            Ok(shared::response_object(
-                &response,
-                &shared::pending_promise(Some(pending)),
-            ))
-        }))
+        methods::limit(
+            "MultiRegionRatelimit.limit",
+            &self.inner,
+            &identifier,
+            &options,
+        )
     }
 
     /// `blockUntilReady(identifier, timeout)`: calls `limit` until admitted or `timeout` ms have passed.
     #[wasm_bindgen(js_name = blockUntilReady)]
     pub fn block_until_ready(&self, identifier: JsValue, timeout: JsValue) -> Promise {
-        const CONTEXT: &str = "MultiRegionRatelimit.blockUntilReady";
-        let arguments = shared::block_arguments(CONTEXT, &identifier, &timeout);
-        let limiter = Rc::clone(&self.inner);
-        promise(Box::pin(async move {
-            let (identifier, timeout) = arguments?;
-            let (response, pending) = limiter
-                .block_until_ready(&identifier, 1.0, timeout, sleep)
-                .await
-                .map_err(|error| to_js_error(CONTEXT, &error))?;
-            Ok(shared::response_object(
-                &response,
-                &shared::pending_promise(Some(pending)),
-            ))
-        }))
+        methods::block_until_ready(
+            "MultiRegionRatelimit.blockUntilReady",
+            &self.inner,
+            &identifier,
+            &timeout,
+        )
     }
 
     /// `getRemaining(identifier)`: a Promise of `{ remaining, reset, limit }` from the first region to
     /// reply.
     #[wasm_bindgen(js_name = getRemaining)]
     pub fn get_remaining(&self, identifier: JsValue) -> Promise {
-        const CONTEXT: &str = "MultiRegionRatelimit.getRemaining";
-        let identifier = shared::identifier(CONTEXT, &identifier);
-        let limiter = Rc::clone(&self.inner);
-        promise(Box::pin(async move {
-            let remaining = limiter
-                .get_remaining(&identifier?)
-                .await
-                .map_err(|error| to_js_error(CONTEXT, &error))?;
-            Ok(shared::remaining_object(&remaining))
-        }))
+        methods::get_remaining(
+            "MultiRegionRatelimit.getRemaining",
+            &self.inner,
+            &identifier,
+        )
     }
 
     /// `resetUsedTokens(identifier)`: a Promise that settles once every region has forgotten the
     /// identifier (rejecting if one could not).
     #[wasm_bindgen(js_name = resetUsedTokens)]
     pub fn reset_used_tokens(&self, identifier: JsValue) -> Promise {
-        const CONTEXT: &str = "MultiRegionRatelimit.resetUsedTokens";
-        let identifier = shared::identifier(CONTEXT, &identifier);
-        let limiter = Rc::clone(&self.inner);
-        promise(Box::pin(async move {
-            limiter
-                .reset_used_tokens(&identifier?)
-                .await
-                .map_err(|error| to_js_error(CONTEXT, &error))?;
-            Ok(JsValue::UNDEFINED)
-        }))
+        methods::reset_used_tokens(
+            "MultiRegionRatelimit.resetUsedTokens",
+            &self.inner,
+            &identifier,
+        )
     }
 
     /// `setDynamicLimit({ limit })`: stores `limit` in every region, or removes it for `limit: false`.
     /// Needs `dynamicLimits: true`.
     #[wasm_bindgen(js_name = setDynamicLimit)]
     pub fn set_dynamic_limit(&self, options: JsValue) -> Promise {
-        const CONTEXT: &str = "MultiRegionRatelimit.setDynamicLimit";
-        let limit = shared::dynamic_limit_argument(CONTEXT, &options);
-        let limiter = Rc::clone(&self.inner);
-        promise(Box::pin(async move {
-            limiter
-                .set_dynamic_limit(limit?)
-                .await
-                .map_err(|error| to_js_error(CONTEXT, &error))?;
-            Ok(JsValue::UNDEFINED)
-        }))
+        methods::set_dynamic_limit(
+            "MultiRegionRatelimit.setDynamicLimit",
+            &self.inner,
+            &options,
+        )
     }
 
     /// `getDynamicLimit()`: a Promise of `{ dynamicLimit }` from the first region to reply.
     #[wasm_bindgen(js_name = getDynamicLimit)]
     pub fn get_dynamic_limit(&self) -> Promise {
-        let limiter = Rc::clone(&self.inner);
-        promise(Box::pin(async move {
-            let limit = limiter
-                .dynamic_limit()
-                .await
-                .map_err(|error| to_js_error("MultiRegionRatelimit.getDynamicLimit", &error))?;
-            Ok(shared::dynamic_limit_object(limit))
-        }))
+        methods::get_dynamic_limit("MultiRegionRatelimit.getDynamicLimit", &self.inner)
     }
 
     /// `MultiRegionRatelimit.fixedWindow(tokens, window)`.
     #[wasm_bindgen(js_name = fixedWindow)]
     pub fn fixed_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
-        limiter::make(
+        limiter::window(
             "MultiRegionRatelimit.fixedWindow",
             Kind::FixedWindow,
-            limiter::WINDOW_FIELDS,
-            [tokens, window, JsValue::UNDEFINED],
+            tokens,
+            window,
         )
     }
 
     /// `MultiRegionRatelimit.slidingWindow(tokens, window)`.
     #[wasm_bindgen(js_name = slidingWindow)]
     pub fn sliding_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
-        limiter::make(
+        limiter::window(
             "MultiRegionRatelimit.slidingWindow",
             Kind::SlidingWindow,
-            limiter::WINDOW_FIELDS,
-            [tokens, window, JsValue::UNDEFINED],
+            tokens,
+            window,
         )
+    }
+}
+
+impl JsLimit for MultiRegionRatelimit<FetchTransport> {
+    async fn limit(
+        &self,
+        identifier: &str,
+        rate: f64,
+    ) -> crate::Result<(Response, Option<Pending>)> {
+        let (response, pending) = self.limit_with_pending(identifier, rate).await?;
+        Ok((response, Some(pending)))
+    }
+
+    type Blocked = (Response, Pending);
+
+    fn block_until_ready(
+        &self,
+        identifier: &str,
+        timeout: Duration,
+    ) -> impl Future<Output = crate::Result<(Response, Pending)>> {
+        MultiRegionRatelimit::block_until_ready(self, identifier, 1.0, timeout, sleep)
+    }
+
+    fn blocked_object((response, pending): (Response, Pending)) -> JsValue {
+        shared::response_object(&response, &shared::pending_promise(Some(pending)))
+    }
+
+    fn get_remaining(&self, identifier: &str) -> impl Future<Output = crate::Result<Remaining>> {
+        MultiRegionRatelimit::get_remaining(self, identifier)
+    }
+
+    fn reset_used_tokens(&self, identifier: &str) -> impl Future<Output = crate::Result<()>> {
+        MultiRegionRatelimit::reset_used_tokens(self, identifier)
+    }
+
+    fn set_dynamic_limit(&self, limit: Option<u64>) -> impl Future<Output = crate::Result<()>> {
+        MultiRegionRatelimit::set_dynamic_limit(self, limit)
+    }
+
+    fn dynamic_limit(&self) -> impl Future<Output = crate::Result<Option<u64>>> {
+        MultiRegionRatelimit::dynamic_limit(self)
     }
 }

@@ -1,21 +1,23 @@
 //! `Ratelimit`: the limiter as JavaScript sees it, mirroring `@upstash/ratelimit`.
 
 use super::errors::{to_js_error, type_error};
+use super::limit_methods::{self as methods, JsLimit};
 use super::limit_options::{self as shared, CacheOption};
 use super::limiter::{self, Kind};
 use super::options::{self, get, JsResult};
-use super::promise::promise;
 use super::protection;
 use super::redis::RedisConfig;
 use super::sleep::sleep;
 use super::sys;
 use crate::backend::{Backend, MemoryBackend};
-use crate::ratelimit::{Ratelimit, Settings, DEFAULT_CACHE_SIZE};
+use crate::ratelimit::{Pending, Ratelimit, Remaining, Response, Settings, DEFAULT_CACHE_SIZE};
 use crate::redis::RedisBackend;
 use crate::transport::FetchTransport;
 use js_sys::Promise;
+use std::future::Future;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::time::Duration;
 use wasm_bindgen::prelude::*;
 
 /// The options of `new Ratelimit`: its own, and those of `@upstash/ratelimit` it shares.
@@ -116,96 +118,44 @@ impl JsRatelimit {
         if self.guards.active() {
             return protection::limit(&self.inner, &self.guards, &identifier, &options);
         }
-        const CONTEXT: &str = "Ratelimit.limit";
-        let arguments = shared::limit_arguments(CONTEXT, &identifier, &options);
-        let limiter = Rc::clone(&self.inner);
-        promise(Box::pin(async move {
-            let (identifier, rate) = arguments?;
-            let (response, pending) = limiter
-                .limit_with_pending(&identifier, rate)
-                .await
-                .map_err(|error| shared::limit_error(CONTEXT, error, rate))?;
-            Ok(shared::response_object(
-                &response,
-                &shared::pending_promise(pending),
-            ))
-        }))
+        methods::limit("Ratelimit.limit", &self.inner, &identifier, &options)
     }
 
     /// `blockUntilReady(identifier, timeout)`: calls `limit` until admitted or `timeout` ms have passed,
     /// waiting exactly as long as the limit says; answers the denial at once if waiting cannot help.
     #[wasm_bindgen(js_name = blockUntilReady)]
     pub fn block_until_ready(&self, identifier: JsValue, timeout: JsValue) -> Promise {
-        const CONTEXT: &str = "Ratelimit.blockUntilReady";
-        let arguments = shared::block_arguments(CONTEXT, &identifier, &timeout);
-        let limiter = Rc::clone(&self.inner);
-        promise(Box::pin(async move {
-            let (identifier, timeout) = arguments?;
-            let response = limiter
-                .block_until_ready(&identifier, 1.0, timeout, sleep)
-                .await
-                .map_err(|error| to_js_error(CONTEXT, &error))?;
-            Ok(shared::response_object(&response, &JsValue::UNDEFINED))
-        }))
+        methods::block_until_ready(
+            "Ratelimit.blockUntilReady",
+            &self.inner,
+            &identifier,
+            &timeout,
+        )
     }
 
     /// `setDynamicLimit({ limit })`: stores `limit` (a whole number) as the limit of every identifier
     /// under this prefix, or removes it for `limit: false`. Needs `dynamicLimits: true`.
     #[wasm_bindgen(js_name = setDynamicLimit)]
     pub fn set_dynamic_limit(&self, options: JsValue) -> Promise {
-        const CONTEXT: &str = "Ratelimit.setDynamicLimit";
-        let limit = shared::dynamic_limit_argument(CONTEXT, &options);
-        let limiter = Rc::clone(&self.inner);
-        promise(Box::pin(async move {
-            limiter
-                .set_dynamic_limit(limit?)
-                .await
-                .map_err(|error| to_js_error(CONTEXT, &error))?;
-            Ok(JsValue::UNDEFINED)
-        }))
+        methods::set_dynamic_limit("Ratelimit.setDynamicLimit", &self.inner, &options)
     }
 
     /// `getDynamicLimit()`: a Promise of `{ dynamicLimit }`, the stored limit or `null`.
     #[wasm_bindgen(js_name = getDynamicLimit)]
     pub fn get_dynamic_limit(&self) -> Promise {
-        let limiter = Rc::clone(&self.inner);
-        promise(Box::pin(async move {
-            let limit = limiter
-                .dynamic_limit()
-                .await
-                .map_err(|error| to_js_error("Ratelimit.getDynamicLimit", &error))?;
-            Ok(shared::dynamic_limit_object(limit))
-        }))
+        methods::get_dynamic_limit("Ratelimit.getDynamicLimit", &self.inner)
     }
 
     /// `getRemaining(identifier)`: a Promise of `{ remaining, reset, limit }`.
     #[wasm_bindgen(js_name = getRemaining)]
     pub fn get_remaining(&self, identifier: JsValue) -> Promise {
-        const CONTEXT: &str = "Ratelimit.getRemaining";
-        let identifier = shared::identifier(CONTEXT, &identifier);
-        let limiter = Rc::clone(&self.inner);
-        promise(Box::pin(async move {
-            let remaining = limiter
-                .get_remaining(&identifier?)
-                .await
-                .map_err(|error| to_js_error(CONTEXT, &error))?;
-            Ok(shared::remaining_object(&remaining))
-        }))
+        methods::get_remaining("Ratelimit.getRemaining", &self.inner, &identifier)
     }
 
     /// `resetUsedTokens(identifier)`: a Promise that settles once the identifier's state is gone.
     #[wasm_bindgen(js_name = resetUsedTokens)]
     pub fn reset_used_tokens(&self, identifier: JsValue) -> Promise {
-        const CONTEXT: &str = "Ratelimit.resetUsedTokens";
-        let identifier = shared::identifier(CONTEXT, &identifier);
-        let limiter = Rc::clone(&self.inner);
-        promise(Box::pin(async move {
-            limiter
-                .reset_used_tokens(&identifier?)
-                .await
-                .map_err(|error| to_js_error(CONTEXT, &error))?;
-            Ok(JsValue::UNDEFINED)
-        }))
+        methods::reset_used_tokens("Ratelimit.resetUsedTokens", &self.inner, &identifier)
     }
 }
 
@@ -214,34 +164,29 @@ impl JsRatelimit {
     /// `Ratelimit.fixedWindow(tokens, window)`: `tokens` per window, counted in fixed windows.
     #[wasm_bindgen(js_name = fixedWindow)]
     pub fn fixed_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
-        limiter::make(
-            "Ratelimit.fixedWindow",
-            Kind::FixedWindow,
-            limiter::WINDOW_FIELDS,
-            [tokens, window, JsValue::UNDEFINED],
-        )
+        limiter::window("Ratelimit.fixedWindow", Kind::FixedWindow, tokens, window)
     }
 
     /// `Ratelimit.cachedFixedWindow(tokens, window)`: a fixed window answered from local counts once
     /// known, the write to Redis left in `pending`.
     #[wasm_bindgen(js_name = cachedFixedWindow)]
     pub fn cached_fixed_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
-        limiter::make(
+        limiter::window(
             "Ratelimit.cachedFixedWindow",
             Kind::CachedFixedWindow,
-            limiter::WINDOW_FIELDS,
-            [tokens, window, JsValue::UNDEFINED],
+            tokens,
+            window,
         )
     }
 
     /// `Ratelimit.slidingWindow(tokens, window)`: `tokens` per window, weighting the previous window.
     #[wasm_bindgen(js_name = slidingWindow)]
     pub fn sliding_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
-        limiter::make(
+        limiter::window(
             "Ratelimit.slidingWindow",
             Kind::SlidingWindow,
-            limiter::WINDOW_FIELDS,
-            [tokens, window, JsValue::UNDEFINED],
+            tokens,
+            window,
         )
     }
 
@@ -279,6 +224,46 @@ impl JsRatelimit {
             ["limit", "period", "burst"],
             [limit, period, burst],
         )
+    }
+}
+
+impl JsLimit for Ratelimit {
+    fn limit(
+        &self,
+        identifier: &str,
+        rate: f64,
+    ) -> impl Future<Output = crate::Result<(Response, Option<Pending>)>> {
+        self.limit_with_pending(identifier, rate)
+    }
+
+    type Blocked = Response;
+
+    fn block_until_ready(
+        &self,
+        identifier: &str,
+        timeout: Duration,
+    ) -> impl Future<Output = crate::Result<Response>> {
+        Ratelimit::block_until_ready(self, identifier, 1.0, timeout, sleep)
+    }
+
+    fn blocked_object(response: Response) -> JsValue {
+        shared::response_object(&response, &JsValue::UNDEFINED)
+    }
+
+    fn get_remaining(&self, identifier: &str) -> impl Future<Output = crate::Result<Remaining>> {
+        Ratelimit::get_remaining(self, identifier)
+    }
+
+    fn reset_used_tokens(&self, identifier: &str) -> impl Future<Output = crate::Result<()>> {
+        Ratelimit::reset_used_tokens(self, identifier)
+    }
+
+    fn set_dynamic_limit(&self, limit: Option<u64>) -> impl Future<Output = crate::Result<()>> {
+        Ratelimit::set_dynamic_limit(self, limit)
+    }
+
+    fn dynamic_limit(&self) -> impl Future<Output = crate::Result<Option<u64>>> {
+        Ratelimit::dynamic_limit(self)
     }
 }
 

@@ -314,6 +314,17 @@ impl Gateway {
         self.process.stop();
     }
 
+    /// Sends the gateway SIGTERM, asking it to shut down gracefully (see [`Gateway::wait_exit`]).
+    pub fn terminate(&self) {
+        let pid = self.pid();
+        assert_ne!(pid, 0, "the gateway is not running"); // `kill 0` would signal the whole group
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success(), "kill -TERM {pid}");
+    }
+
     /// Kills and starts the gateway again (same port, same arguments).
     pub fn restart(&mut self) {
         self.stop();

@@ -2,8 +2,11 @@
 //! to its gateway) and a transport that counts what it sends.
 #![allow(dead_code)] // each test binary uses a different part
 
+use edgelimit::algorithm::Algorithm;
+use edgelimit::redis::RestClient;
 use edgelimit::transport::{HttpReply, HttpTransport, Transport};
-use edgelimit::BoxFuture;
+use edgelimit::{BoxFuture, FixedWindow, Gcra, SlidingWindow, TokenBucket};
+use serde_json::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -121,4 +124,24 @@ impl Random {
     pub fn between(&mut self, range: std::ops::RangeInclusive<u64>) -> u64 {
         range.start() + self.next() % (range.end() - range.start() + 1)
     }
+}
+
+/// One limit of each algorithm, `capacity` an hour.
+pub fn hour_limits(capacity: u64) -> Vec<Algorithm> {
+    let hour = Duration::from_secs(3600);
+    vec![
+        FixedWindow::new(capacity, hour).unwrap().into(),
+        SlidingWindow::new(capacity, hour).unwrap().into(),
+        TokenBucket::new(1, hour, capacity).unwrap().into(),
+        Gcra::new(capacity, hour, capacity).unwrap().into(),
+    ]
+}
+
+/// `command` sent to the gateway of `servers`, its reply as JSON.
+pub async fn command(servers: &Servers, command: &[&str]) -> edgelimit::Result<Value> {
+    let reply = RestClient::new(servers.gateway.transport())
+        .command(command)
+        .await?;
+    // The crate's own JSON value, written out and read back by serde_json to compare with `json!`.
+    Ok(serde_json::from_str(&reply.to_string()).expect("the crate writes valid JSON"))
 }

@@ -1,0 +1,155 @@
+//! The async methods every limit class (`Ratelimit`, `MultiRegionRatelimit`) answers alike: each reads
+//! its arguments, calls the limit, and turns its answer or error into a settled Promise.
+
+use super::errors::to_js_error;
+use super::limit_options as shared;
+use super::promise::promise;
+use crate::ratelimit::{Pending, Remaining, Response};
+use crate::Result;
+use js_sys::Promise;
+use std::future::Future;
+use std::rc::Rc;
+use std::time::Duration;
+use wasm_bindgen::JsValue;
+
+/// What a limit class calls on the limit it wraps.
+pub trait JsLimit: 'static {
+    /// Takes `rate` from `identifier`'s limit: the answer, and the work left after it, if any.
+    fn limit(
+        &self,
+        identifier: &str,
+        rate: f64,
+    ) -> impl Future<Output = Result<(Response, Option<Pending>)>>;
+
+    /// What `block_until_ready` answers: the last response, with any work left after it.
+    type Blocked;
+
+    /// Calls `limit` until `identifier` is admitted or `timeout` has passed, waiting as long as the
+    /// limit says.
+    fn block_until_ready(
+        &self,
+        identifier: &str,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<Self::Blocked>>;
+
+    /// The answer object of `blockUntilReady`, `{ success, limit, remaining, reset, pending, reason? }`.
+    fn blocked_object(blocked: Self::Blocked) -> JsValue;
+
+    /// What `identifier` could take now.
+    fn get_remaining(&self, identifier: &str) -> impl Future<Output = Result<Remaining>>;
+
+    /// Forgets everything used by `identifier`.
+    fn reset_used_tokens(&self, identifier: &str) -> impl Future<Output = Result<()>>;
+
+    /// Stores the dynamic limit, or removes it for `None`.
+    fn set_dynamic_limit(&self, limit: Option<u64>) -> impl Future<Output = Result<()>>;
+
+    /// The stored dynamic limit, if any.
+    fn dynamic_limit(&self) -> impl Future<Output = Result<Option<u64>>>;
+}
+
+/// `limit(identifier, { rate }?)`: a Promise of `{ success, limit, remaining, reset, pending, reason? }`.
+pub fn limit<L: JsLimit>(
+    context: &'static str,
+    limiter: &Rc<L>,
+    identifier: &JsValue,
+    options: &JsValue,
+) -> Promise {
+    let arguments = shared::limit_arguments(context, identifier, options);
+    let limiter = Rc::clone(limiter);
+    promise(Box::pin(async move {
+        let (identifier, rate) = arguments?;
+        let (response, pending) = limiter
+            .limit(&identifier, rate)
+            .await
+            .map_err(|error| shared::limit_error(context, error, rate))?;
+        Ok(shared::response_object(
+            &response,
+            &shared::pending_promise(pending),
+        ))
+    }))
+}
+
+/// `blockUntilReady(identifier, timeout)`: a Promise of the first admission, or of the denial once
+/// waiting cannot help.
+pub fn block_until_ready<L: JsLimit>(
+    context: &'static str,
+    limiter: &Rc<L>,
+    identifier: &JsValue,
+    timeout: &JsValue,
+) -> Promise {
+    let arguments = shared::block_arguments(context, identifier, timeout);
+    let limiter = Rc::clone(limiter);
+    promise(Box::pin(async move {
+        let (identifier, timeout) = arguments?;
+        let blocked = limiter
+            .block_until_ready(&identifier, timeout)
+            .await
+            .map_err(|error| to_js_error(context, &error))?;
+        Ok(L::blocked_object(blocked))
+    }))
+}
+
+/// `getRemaining(identifier)`: a Promise of `{ remaining, reset, limit }`.
+pub fn get_remaining<L: JsLimit>(
+    context: &'static str,
+    limiter: &Rc<L>,
+    identifier: &JsValue,
+) -> Promise {
+    let identifier = shared::identifier(context, identifier);
+    let limiter = Rc::clone(limiter);
+    promise(Box::pin(async move {
+        let remaining = limiter
+            .get_remaining(&identifier?)
+            .await
+            .map_err(|error| to_js_error(context, &error))?;
+        Ok(shared::remaining_object(&remaining))
+    }))
+}
+
+/// `resetUsedTokens(identifier)`: a Promise that settles once the identifier's state is gone.
+pub fn reset_used_tokens<L: JsLimit>(
+    context: &'static str,
+    limiter: &Rc<L>,
+    identifier: &JsValue,
+) -> Promise {
+    let identifier = shared::identifier(context, identifier);
+    let limiter = Rc::clone(limiter);
+    promise(Box::pin(async move {
+        limiter
+            .reset_used_tokens(&identifier?)
+            .await
+            .map_err(|error| to_js_error(context, &error))?;
+        Ok(JsValue::UNDEFINED)
+    }))
+}
+
+/// `setDynamicLimit({ limit })`: a Promise that settles once `limit` is stored (or removed, for
+/// `limit: false`).
+pub fn set_dynamic_limit<L: JsLimit>(
+    context: &'static str,
+    limiter: &Rc<L>,
+    options: &JsValue,
+) -> Promise {
+    let limit = shared::dynamic_limit_argument(context, options);
+    let limiter = Rc::clone(limiter);
+    promise(Box::pin(async move {
+        limiter
+            .set_dynamic_limit(limit?)
+            .await
+            .map_err(|error| to_js_error(context, &error))?;
+        Ok(JsValue::UNDEFINED)
+    }))
+}
+
+/// `getDynamicLimit()`: a Promise of `{ dynamicLimit }`, the stored limit or `null`.
+pub fn get_dynamic_limit<L: JsLimit>(context: &'static str, limiter: &Rc<L>) -> Promise {
+    let limiter = Rc::clone(limiter);
+    promise(Box::pin(async move {
+        let limit = limiter
+            .dynamic_limit()
+            .await
+            .map_err(|error| to_js_error(context, &error))?;
+        Ok(shared::dynamic_limit_object(limit))
+    }))
+}
