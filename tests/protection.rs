@@ -360,7 +360,7 @@ async fn the_guarded_scripts_run_behind_a_gateway_that_knows_only_its_scripts() 
     ));
     for (index, rule) in hour_limits(3).into_iter().enumerate() {
         let limiter = Ratelimit::new(RedisBackend::new(gateway.transport()), rule)
-            .with_prefix(&format!("known{index}"))
+            .with_prefix(format!("known{index}"))
             .with_ephemeral_cache(None)
             .with_analytics(true)
             .with_protection(true)
