@@ -31,6 +31,8 @@ pub struct RestClient<T> {
 /// A command waiting for its batch: its JSON array of strings, and where its batch is handed.
 struct Queued {
     command: String,
+    /// What is left of its call's time, for an EVAL after NOSCRIPT (see [`RestClient::command_within`]).
+    within: Option<Duration>,
     batch: oneshot::Sender<(Batch, usize)>,
 }
 
@@ -64,29 +66,41 @@ impl<T: Transport> RestClient<T> {
 
     /// Runs one command, its name then its arguments; Redis errors come back as [`Error::Redis`].
     pub async fn command(&self, command: &[&str]) -> Result<Reply> {
+        self.run(json_array(command), None).await
+    }
+
+    /// Runs one command answering a timeout after `within` at most (see [`Transport::post_within`]):
+    /// for a retry that must fit in what is left of its call's time. Coalesced as any other command,
+    /// so that concurrent retries keep their order in one request; the request then answers within
+    /// the least time any of its commands has left.
+    pub async fn command_within(&self, command: &[&str], within: Duration) -> Result<Reply> {
+        self.run(json_array(command), Some(within)).await
+    }
+
+    /// Runs `command` (a JSON array), alone or coalesced with the commands queued in this tick.
+    async fn run(&self, command: String, within: Option<Duration>) -> Result<Reply> {
+        if !self.coalesce {
+            return self.alone(command, within).await;
+        }
         let (sender, batch) = oneshot::channel();
-        let queued = Queued {
-            command: json_array(command),
+        self.lock_queue().push(Queued {
+            command,
+            within,
             batch: sender,
-        };
-        if self.coalesce {
-            self.lock_queue().push(queued);
-            // Let every caller that is ready in this tick queue its command; the first to resume
-            // sends them all, the others find the queue empty and wait for their batch.
-            YieldOnce(false).await;
-            let mut queued = std::mem::take(&mut *self.lock_queue());
-            // Alone in its batch, nobody else waits for the request: it needs no sharing.
-            if let [alone] = queued.as_mut_slice() {
-                if alone.batch.is_connected_to(&batch) {
-                    let command = std::mem::take(&mut alone.command);
-                    return self.alone(command, None).await;
-                }
+        });
+        // Let every caller that is ready in this tick queue its command; the first to resume
+        // sends them all, the others find the queue empty and wait for their batch.
+        YieldOnce(false).await;
+        let mut queued = std::mem::take(&mut *self.lock_queue());
+        // Alone in its batch, nobody else waits for the request: it needs no sharing.
+        if let [alone] = queued.as_mut_slice() {
+            if alone.batch.is_connected_to(&batch) {
+                let command = std::mem::take(&mut alone.command);
+                return self.alone(command, alone.within).await;
             }
-            if !queued.is_empty() {
-                self.send(queued);
-            }
-        } else {
-            return self.alone(queued.command, None).await;
+        }
+        if !queued.is_empty() {
+            self.send(queued);
         }
         // The batch is handed over in the same step that takes the queue, so it always arrives.
         let (batch, index) = batch.await.map_err(|oneshot::Canceled| Error::Network {
@@ -108,6 +122,7 @@ impl<T: Transport> RestClient<T> {
                 .map(|queued| queued.command.len() + 1)
                 .sum::<usize>(),
         );
+        let within = queued.iter().filter_map(|queued| queued.within).min();
         let mut senders = Vec::with_capacity(queued.len());
         for queued in queued {
             body.push(if senders.is_empty() { '[' } else { ',' });
@@ -118,7 +133,10 @@ impl<T: Transport> RestClient<T> {
         let transport = Arc::clone(&self.transport);
         let count = senders.len();
         let request: BoxFuture<'static, Arc<[Slot]>> = Box::pin(async move {
-            let reply = transport.post("/pipeline", body).await;
+            let reply = match within {
+                Some(within) => transport.post_within("/pipeline", body, within).await,
+                None => transport.post("/pipeline", body).await,
+            };
             deliver(reply, count)
         });
         let batch = request.shared();
@@ -126,12 +144,6 @@ impl<T: Transport> RestClient<T> {
             // A caller already gone (cancelled while queued) wants nothing.
             let _ = sender.send((batch.clone(), index));
         }
-    }
-
-    /// Runs one command in a request of its own that gives up after `within` at most (see
-    /// [`Transport::post_within`]): for a retry that must fit in what is left of its call's time.
-    pub async fn command_within(&self, command: &[&str], within: Duration) -> Result<Reply> {
-        self.alone(json_array(command), Some(within)).await
     }
 
     /// Sends `command` (a JSON array) in a request of its own, within `within` if given.

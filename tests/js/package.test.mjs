@@ -186,6 +186,25 @@ for (const [label, fetch] of [["a slow fetch", slowFetch(2_000)], ["a fetch that
   }
 }
 
+test("after a SCRIPT FLUSH, concurrent calls retry with EVAL in one request, in their order", { skip: noGateway }, async () => {
+  const flush = await fetch(`${URL_}/script/flush`, { headers: { Authorization: `Bearer ${TOKEN}` } });
+  assert.equal(flush.status, 200);
+  const sent = [];
+  const fetchCounting = (url, init) => {
+    sent.push(JSON.parse(init.body).map((command) => command[0]));
+    return fetch(url, init);
+  };
+  const ratelimit = new Ratelimit({
+    redis: new Redis({ url: URL_, token: TOKEN, fetch: fetchCounting }),
+    limiter: Ratelimit.fixedWindow(10, "1 h"),
+    prefix: prefix(),
+    ephemeralCache: false,
+  });
+  const answers = await Promise.all(Array.from({ length: 8 }, () => ratelimit.limit("u")));
+  assert.deepEqual(answers.map((answer) => answer.remaining), [9, 8, 7, 6, 5, 4, 3, 2]);
+  assert.deepEqual(sent, [Array(8).fill("EVALSHA"), Array(8).fill("EVAL")]);
+});
+
 test("keepalive requests in flight never pass the 64 KiB of bodies browsers allow them", { skip: noGateway }, async () => {
   // Browsers fail a keepalive fetch past that total, which the fail mode would then answer.
   let inFlight = 0;
