@@ -154,11 +154,14 @@ async function send(fetch, url, init, held, finish) {
 export class UnknownOption {
   constructor(key) {
     this.key = key;
+    /** Every option `limit()` knows, for the message that names the nearest. */
+    this.known = LIMIT_OPTIONS;
   }
 }
 
 /** The options `limit()` knows: its own and `@upstash/ratelimit`'s. */
-const LIMIT_OPTIONS = new Set(["rate", "ip", "userAgent", "country", "geo", "cf", "request"]);
+const LIMIT_OPTIONS = ["rate", "ip", "userAgent", "country", "geo", "cf", "request"];
+const KNOWN_LIMIT_OPTIONS = new Set(LIMIT_OPTIONS);
 
 /**
  * `options.rate`, or an `UnknownOption` naming the first key of `options` that `limit()` does not know:
@@ -166,7 +169,7 @@ const LIMIT_OPTIONS = new Set(["rate", "ip", "userAgent", "country", "geo", "cf"
  */
 export function limitRate(options) {
   for (const key in options) {
-    if (!LIMIT_OPTIONS.has(key)) return new UnknownOption(key);
+    if (!KNOWN_LIMIT_OPTIONS.has(key)) return new UnknownOption(key);
   }
   return options.rate;
 }

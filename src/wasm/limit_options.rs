@@ -22,9 +22,6 @@ const DEFAULT_TIMEOUT_MS: u64 = 5_000;
 /// taken as that (the peer's `setTimeout` overflows instead, and times out after 1 ms).
 const MAX_TIMER_MS: f64 = i32::MAX as f64;
 
-/// The options `limit()` knows (checked in `boundary.js`), for the message naming an unknown one.
-const LIMIT_OPTIONS: [&str; 7] = ["rate", "ip", "userAgent", "country", "geo", "cf", "request"];
-
 /// `prefix`: a string, the default prefix when undefined.
 pub fn prefix(context: &str, config: &JsValue) -> JsResult<String> {
     let prefix = get(config, "prefix")?;
@@ -160,11 +157,14 @@ pub fn limit_arguments(
     } else if rate.is_null() {
         1.0
     } else if let Some(unknown) = rate.dyn_ref::<sys::UnknownOption>() {
-        return Err(options::unknown_option(
-            context,
-            &unknown.key(),
-            &LIMIT_OPTIONS,
-        ));
+        // The options `limit()` knows are listed once, in `boundary.js`, which checks them.
+        let known: Vec<String> = unknown
+            .known()
+            .iter()
+            .filter_map(|name| name.as_string())
+            .collect();
+        let known: Vec<&str> = known.iter().map(String::as_str).collect();
+        return Err(options::unknown_option(context, &unknown.key(), &known));
     } else {
         options::number(context, "rate", "must be a number", &rate)?
     };

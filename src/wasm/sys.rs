@@ -46,6 +46,10 @@ extern "C" {
     #[wasm_bindgen(method, getter)]
     pub fn key(this: &UnknownOption) -> String;
 
+    /// Every option `limit()` knows.
+    #[wasm_bindgen(method, getter)]
+    pub fn known(this: &UnknownOption) -> js_sys::Array;
+
     /// `options.rate`, or an [`UnknownOption`] naming a key of `options` that `limit()` does not know;
     /// throws what a getter of `options` throws.
     #[wasm_bindgen(catch, js_name = limitRate)]
