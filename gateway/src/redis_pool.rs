@@ -8,8 +8,9 @@
 //! Every connection's socket is [`Bounded`]: each request is written as one batch ending with the
 //! empty command that marks it, and its replies are held to `--max-reply-bytes` as they are read.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{AsyncConnectionConfig, Client, Cmd, ConnectionAddr, Pipeline, RedisError, Value};
@@ -22,10 +23,6 @@ use crate::reply_bound::{Bounded, TOO_LARGE};
 /// How long `SCRIPT KILL` may take: Redis reads other clients only once a script has run for
 /// `busy-reply-threshold` (5 s by default), so the kill waits at least that long.
 const KILL_TIMEOUT: Duration = Duration::from_secs(15);
-
-/// After a failed connection attempt, requests fail at once for this long instead of each trying
-/// again (a Redis that is down or unreachable is not hammered, and clients get quick 503s).
-const RECONNECT_BACKOFF: Duration = Duration::from_millis(100);
 
 /// How long opening a connection may take at most (less if `--timeout-ms` is shorter).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -41,8 +38,10 @@ pub struct Backend {
     kill_client: Client,
     /// The shared connection, once opened.
     shared: Mutex<Option<Conn>>,
-    /// Held while the shared connection is being (re)opened; the last failed attempt.
-    reconnecting: tokio::sync::Mutex<Option<(Instant, GatewayError)>>,
+    /// Held while the shared connection is being (re)opened; why the last attempt failed.
+    reconnecting: tokio::sync::Mutex<Option<GatewayError>>,
+    /// How many attempts to open the shared connection have ended.
+    attempts: AtomicU64,
     idle: Arc<Mutex<Vec<Conn>>>,
     slots: Arc<Semaphore>,
     timeout: Duration,
@@ -124,6 +123,7 @@ impl Backend {
             kill_client,
             shared: Mutex::new(None),
             reconnecting: tokio::sync::Mutex::new(None),
+            attempts: AtomicU64::new(0),
             idle: Arc::new(Mutex::new(Vec::new())),
             slots: Arc::new(Semaphore::new(dedicated)),
             timeout,
@@ -211,22 +211,27 @@ impl Backend {
         }
     }
 
-    /// The shared connection, (re)opened if Redis closed it; one request opens it while the
-    /// others wait, and after a failure requests fail at once for `RECONNECT_BACKOFF`.
+    /// The shared connection, (re)opened if Redis closed it. One request at a time tries to open
+    /// it; the requests that waited meanwhile share that attempt's outcome, so a Redis that is
+    /// down sees one connection attempt at a time, and the first request after it is back gets
+    /// through.
     async fn shared(&self) -> Result<Conn, GatewayError> {
         if let Some(conn) = self.current() {
             return Ok(conn);
         }
+        let seen = self.attempts.load(Ordering::Acquire);
         let mut last_failure = self.reconnecting.lock().await;
         if let Some(conn) = self.current() {
             return Ok(conn);
         }
-        if let Some((at, error)) = &*last_failure {
-            if at.elapsed() < RECONNECT_BACKOFF {
+        if self.attempts.load(Ordering::Acquire) != seen {
+            if let Some(error) = &*last_failure {
                 return Err(error.clone());
             }
         }
-        match self.open().await {
+        let attempt = self.open().await;
+        self.attempts.fetch_add(1, Ordering::Release);
+        match attempt {
             Ok(conn) => {
                 *last_failure = None;
                 if let Ok(mut shared) = self.shared.lock() {
@@ -235,7 +240,7 @@ impl Backend {
                 Ok(conn)
             }
             Err(error) => {
-                *last_failure = Some((Instant::now(), error.clone()));
+                *last_failure = Some(error.clone());
                 Err(error)
             }
         }

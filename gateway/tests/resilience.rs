@@ -362,6 +362,33 @@ return redis.call('INCR', KEYS[1])"#;
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_request_after_redis_returns_is_answered() {
+    let mut redis = Redis::start();
+    let gw = Gateway::in_front_of(&redis, &[]);
+    let c = http();
+    assert_eq!(post(&c, &gw, "/", r#"["INCR","a"]"#).await.status, 200);
+    for round in 0..5 {
+        redis.stop();
+        // Failed attempts to reconnect, the last one just before Redis is back.
+        for _ in 0..3 {
+            let r = post(&c, &gw, "/", r#"["INCR","a"]"#).await;
+            assert_eq!(r.status, 503, "round {round}: {:?}", r.json);
+        }
+        // Returns once the new server answers PING.
+        redis.restart();
+        for path in ["/", "/pipeline", "/multi-exec"] {
+            let body = if path == "/" {
+                r#"["INCR","a"]"#
+            } else {
+                r#"[["INCR","a"]]"#
+            };
+            let r = post(&c, &gw, path, body).await;
+            assert_eq!(r.status, 200, "round {round} {path}: {:?}", r.json);
+        }
+    }
+}
+
 #[test]
 fn a_lingering_connection_does_not_hold_up_shutdown() {
     use std::io::{Read, Write};
