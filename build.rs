@@ -1,9 +1,10 @@
-//! Prepares the Lua scripts the crate sends to Redis: each `src/redis/scripts/<name>.lua` behind the
-//! shared `prelude.lua`, written unchanged to `$OUT_DIR/<name>.lua`, with its SHA-1 (as EVALSHA names
-//! it) in `$OUT_DIR/<name>.lua.sha1`, for `include_str!` (src/redis/layout.rs). The algorithms' scripts
-//! also get the SHA-1 of their guarded variant, `$OUT_DIR/<name>.guarded.lua.sha1`: `guard/head.lua`,
-//! the prelude, the script's body as a function `decide`, then `guard/tail.lua`, which
-//! src/redis/guard.rs joins from the same files.
+//! Prepares the Lua scripts the crate sends to Redis. Each file of `src/redis/scripts/` is written to
+//! `$OUT_DIR/scripts/` as it is sent: without its comment lines and indentation (they are for readers,
+//! and would cost every EVAL and the package bytes), for `include_str!` (src/redis/layout.rs,
+//! src/redis/guard.rs). Each script, the prelude followed by `<name>.lua`, gets its SHA-1 (as EVALSHA
+//! names it) in `$OUT_DIR/<name>.lua.sha1`. The algorithms' scripts also get the SHA-1 of their guarded
+//! variant, `$OUT_DIR/<name>.guarded.lua.sha1`: `guard/head.lua`, the prelude, the script's body as a
+//! function `decide`, then `guard/tail.lua`, which src/redis/guard.rs joins from the same files.
 
 use std::fs;
 use std::path::Path;
@@ -16,9 +17,17 @@ fn main() {
     println!("cargo:rerun-if-changed={}", dir.display());
     let prelude_path = dir.join("prelude.lua");
     println!("cargo:rerun-if-changed={}", prelude_path.display());
-    let prelude = read(&prelude_path);
-    let head = read(&watched(&dir.join("guard/head.lua")));
-    let tail = read(&watched(&dir.join("guard/tail.lua")));
+    let sent = out_dir.join("scripts");
+    fs::create_dir_all(sent.join("guard")).expect("OUT_DIR is writable");
+    let prelude = as_sent(&prelude_path, &sent.join("prelude.lua"));
+    let head = as_sent(
+        &watched(&dir.join("guard/head.lua")),
+        &sent.join("guard/head.lua"),
+    );
+    let tail = as_sent(
+        &watched(&dir.join("guard/tail.lua")),
+        &sent.join("guard/tail.lua"),
+    );
     let mut entries: Vec<_> = fs::read_dir(dir)
         .expect("src/redis/scripts is readable")
         .map(|entry| entry.expect("src/redis/scripts is readable").path())
@@ -27,10 +36,9 @@ fn main() {
     entries.sort();
     for path in entries {
         println!("cargo:rerun-if-changed={}", path.display());
-        let body = read(&path);
         let name = path.file_stem().expect("a file name").to_string_lossy();
+        let body = as_sent(&path, &sent.join(format!("{name}.lua")));
         let script = prelude.clone() + &body;
-        write(&out_dir.join(format!("{name}.lua")), &script);
         write(&out_dir.join(format!("{name}.lua.sha1")), &sha1(&script));
         if GUARDED.contains(&&*name) {
             let guarded = format!("{head}{prelude}local function decide()\n{body}\nend\n{tail}");
@@ -54,6 +62,26 @@ fn sha1(script: &str) -> String {
 fn watched(path: &Path) -> std::path::PathBuf {
     println!("cargo:rerun-if-changed={}", path.display());
     path.to_owned()
+}
+
+/// The script at `path` as it is sent, also written to `to`: each line without its indentation, and
+/// without the lines that are only a comment or empty. Long brackets (`[[ ]]`, `--[[ ]]`) would span
+/// lines, so a script may not use them.
+fn as_sent(path: &Path, to: &Path) -> String {
+    let source = read(path);
+    assert!(
+        !source.contains("[[") && !source.contains("[="),
+        "{}: long brackets are not allowed in scripts (build.rs strips comments line by line)",
+        path.display()
+    );
+    let sent: String = source
+        .lines()
+        .map(str::trim_start)
+        .filter(|line| !line.is_empty() && !line.starts_with("--"))
+        .flat_map(|line| [line, "\n"])
+        .collect();
+    write(to, &sent);
+    sent
 }
 
 fn read(path: &Path) -> String {

@@ -27,10 +27,10 @@ use crate::backend::{Guard, Guarded};
 use crate::error::Result;
 use crate::transport::Transport;
 
-/// The head of every guarded script.
-const HEAD: &str = include_str!("scripts/guard/head.lua");
-/// The tail of every guarded script.
-const TAIL: &str = include_str!("scripts/guard/tail.lua");
+/// The head of every guarded script, as sent (see build.rs).
+const HEAD: &str = include_str!(concat!(env!("OUT_DIR"), "/scripts/guard/head.lua"));
+/// The tail of every guarded script, as sent.
+const TAIL: &str = include_str!(concat!(env!("OUT_DIR"), "/scripts/guard/tail.lua"));
 
 /// The guarded variant of the script `src/redis/scripts/$file`, made of the same fragments as build.rs
 /// makes it, with the SHA-1 it computes.
@@ -42,7 +42,7 @@ macro_rules! guarded {
                 HEAD,
                 PRELUDE,
                 "local function decide()\n",
-                include_str!(concat!("scripts/", $file, ".lua")),
+                include_str!(concat!(env!("OUT_DIR"), "/scripts/", $file, ".lua")),
                 "\nend\n",
                 TAIL,
             ],
@@ -121,6 +121,7 @@ impl<T: Transport> RedisBackend<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::redis::script::tests::code_lines;
     use crate::redis::SCRIPTS;
 
     #[test]
@@ -138,13 +139,18 @@ mod tests {
         for (plain, guarded) in SCRIPTS.iter().zip(GUARDED_SCRIPTS) {
             assert_eq!(plain.name(), guarded.name());
             let body = read(&(plain.name().replace(' ', "_") + ".lua"));
-            let expected = read("guard/head.lua")
+            let source = read("guard/head.lua")
                 + &read("prelude.lua")
                 + "local function decide()\n"
                 + &body
                 + "\nend\n"
                 + &read("guard/tail.lua");
-            assert_eq!(guarded.source(), expected, "{}", plain.name());
+            assert_eq!(
+                code_lines(guarded.source()),
+                code_lines(&source),
+                "{}",
+                plain.name()
+            );
         }
     }
 }

@@ -12,15 +12,18 @@ use crate::algorithm::{
 };
 use crate::error::Result;
 
-/// The prelude every script starts with.
-pub(super) const PRELUDE: &str = include_str!("scripts/prelude.lua");
+/// The prelude every script starts with, as sent (see build.rs).
+pub(super) const PRELUDE: &str = include_str!(concat!(env!("OUT_DIR"), "/scripts/prelude.lua"));
 
-/// The prelude and the script `src/redis/scripts/$file`, with its SHA-1 as build.rs computes it.
+/// The prelude and the script `src/redis/scripts/$file` as sent, with its SHA-1 as build.rs computes it.
 macro_rules! script {
     ($name:literal, $file:literal) => {
         Script::from_parts(
             $name,
-            &[PRELUDE, include_str!(concat!("scripts/", $file))],
+            &[
+                PRELUDE,
+                include_str!(concat!(env!("OUT_DIR"), "/scripts/", $file)),
+            ],
             include_str!(concat!(env!("OUT_DIR"), "/", $file, ".sha1")),
         )
     };
