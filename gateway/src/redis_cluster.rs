@@ -14,7 +14,7 @@ use futures_util::StreamExt;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::cluster::{ClusterClient, ClusterClientBuilder};
 use redis::cluster_async::{ClusterConnection, Connect};
-use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{
     AsyncConnectionConfig, Cmd, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, Pipeline,
     RedisError, RedisFuture, Value,
@@ -196,22 +196,33 @@ impl Cluster {
             .unwrap_or(Err(GatewayError::Timeout))
     }
 
-    /// Whether every master the client knows answers PING within `READY_TIMEOUT`: an error while
-    /// one is unreachable (until the failover and the client's next look at the slots), busy or
-    /// loading.
+    /// Whether every slot has a master (`CLUSTER SLOTS`, asked of any node) and each master
+    /// answers PING, all within `READY_TIMEOUT`: an error while one is unreachable (from a crash
+    /// until the failover), busy or loading. (The crate's own PING to every master skips the
+    /// masters it has no connection to.)
     pub async fn ready(&self) -> Result<(), GatewayError> {
-        let ping = async {
+        let check = async {
             let mut conn = self.connection().await?;
-            let every_master = RoutingInfo::MultiNode((
-                MultipleNodeRoutingInfo::AllMasters,
-                Some(ResponsePolicy::AllSucceeded),
-            ));
-            conn.route_command(redis::cmd("PING"), every_master)
+            let unavailable = |e: RedisError| GatewayError::Unavailable(e.to_string());
+            let mut slots = redis::cmd("CLUSTER");
+            slots.arg("SLOTS");
+            let any_node = RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random);
+            let slots = conn
+                .route_command(slots, any_node)
                 .await
-                .map(drop)
-                .map_err(|e| GatewayError::Unavailable(e.to_string()))
+                .map_err(unavailable)?;
+            let pings = masters(&slots)?.into_iter().map(|(host, port)| {
+                let mut conn = conn.clone();
+                async move {
+                    let master = SingleNodeRoutingInfo::ByAddress { host, port };
+                    conn.route_command(redis::cmd("PING"), RoutingInfo::SingleNode(master))
+                        .await
+                        .map_err(unavailable)
+                }
+            });
+            futures_util::future::try_join_all(pings).await.map(drop)
         };
-        tokio::time::timeout(READY_TIMEOUT.min(self.timeout), ping)
+        tokio::time::timeout(READY_TIMEOUT.min(self.timeout), check)
             .await
             .unwrap_or_else(|_| {
                 Err(GatewayError::Unavailable(
@@ -397,6 +408,47 @@ fn parse_nodes(listing: &str, asked: &ConnectionInfo) -> Vec<ConnectionInfo> {
         .collect()
 }
 
+/// The masters of a `CLUSTER SLOTS` reply (host and port); an error unless they cover every
+/// slot.
+fn masters(slots: &Value) -> Result<Vec<(String, u16)>, GatewayError> {
+    let malformed = || GatewayError::Unavailable("unexpected reply to CLUSTER SLOTS".to_owned());
+    let Value::Array(ranges) = slots else {
+        return Err(malformed());
+    };
+    let (mut covered, mut masters) = (0i64, Vec::new());
+    for range in ranges {
+        let Value::Array(fields) = range else {
+            return Err(malformed());
+        };
+        let (Some(Value::Int(first)), Some(Value::Int(last)), Some(Value::Array(master))) =
+            (fields.first(), fields.get(1), fields.get(2))
+        else {
+            return Err(malformed());
+        };
+        let (Some(Value::BulkString(host)), Some(Value::Int(port))) =
+            (master.first(), master.get(1))
+        else {
+            return Err(malformed());
+        };
+        let host = String::from_utf8_lossy(host).into_owned();
+        let port = u16::try_from(*port).map_err(|_| malformed())?;
+        covered += last - first + 1;
+        if !masters.contains(&(host.clone(), port)) {
+            masters.push((host, port));
+        }
+    }
+    if covered != SLOTS {
+        return Err(GatewayError::Unavailable(format!(
+            "{} of the cluster's {SLOTS} slots have no master",
+            SLOTS - covered
+        )));
+    }
+    Ok(masters)
+}
+
+/// How many slots a Redis Cluster has.
+const SLOTS: i64 = 16384;
+
 /// About the bytes Redis sent `value` in (RESP2, the protocol the gateway speaks).
 fn reply_size(value: &Value) -> usize {
     let digits = |n: usize| n.checked_ilog10().unwrap_or(0) as usize + 1;
@@ -442,6 +494,30 @@ e5 ::1:7004@17004 slave b2 0 1 2 connected
         assert!(nodes
             .iter()
             .all(|n| n.redis_settings().username() == Some("gateway")));
+    }
+
+    #[test]
+    fn cluster_slots_give_the_masters_and_whether_every_slot_has_one() {
+        let range = |first: i64, last: i64, port: i64| {
+            Value::Array(vec![
+                Value::Int(first),
+                Value::Int(last),
+                Value::Array(vec![
+                    Value::BulkString(b"127.0.0.1".to_vec()),
+                    Value::Int(port),
+                ]),
+            ])
+        };
+        let all = Value::Array(vec![range(0, 5460, 7000), range(5461, 16383, 7001)]);
+        assert_eq!(
+            masters(&all).unwrap(),
+            [
+                ("127.0.0.1".to_owned(), 7000),
+                ("127.0.0.1".to_owned(), 7001)
+            ]
+        );
+        let some = Value::Array(vec![range(0, 5460, 7000)]);
+        assert!(masters(&some).is_err());
     }
 
     #[test]

@@ -151,7 +151,7 @@ async fn commands_pipelines_and_transactions_are_routed_by_slot() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replies_are_bounded_and_every_node_is_acl_checked() {
+async fn reply_bound_tokens_file_and_acl_check_on_a_cluster() {
     let _one = ONE_CLUSTER_AT_A_TIME.lock().await;
     let cluster = Cluster::start(NODE_TIMEOUT_MS);
     let gw = Gateway::start_with(&[
@@ -195,6 +195,27 @@ async fn replies_are_bounded_and_every_node_is_acl_checked() {
         .contains("larger than the limit"));
     let r = post(&c, &gw, "/pipeline", r#"[["GET","m1"],["GET","m2"]]"#).await;
     assert_eq!(r.status, 200, "{:?}", r.json);
+
+    // A tokens-file line names the cluster by `cluster:` and its seeds.
+    let dir = std::env::temp_dir().join(format!("edgelimit-cluster-tokens-{}", gw.port));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("tokens.txt");
+    std::fs::write(
+        &file,
+        format!("# one cluster\nfrom-file cluster:{} rw\n", cluster.urls()),
+    )
+    .unwrap();
+    let by_file = Gateway::start_with(&["--tokens", file.to_str().unwrap()]);
+    let r = send(
+        &c,
+        "POST",
+        &by_file.url(),
+        &[("Authorization", "Bearer from-file")],
+        r#"["GET","m1"]"#,
+    )
+    .await;
+    assert_eq!(result(&r), &json!(medium));
+    let _ = std::fs::remove_dir_all(dir);
 
     // The default user may run everything: refused.
     let admin = format!("redis://127.0.0.1:{}", cluster.live_ports()[0]);
@@ -326,6 +347,9 @@ async fn a_master_killed_under_load_is_replaced_without_losing_acknowledged_writ
     let victim = cluster.masters()[0];
     let killed_at = started.elapsed();
     cluster.kill(victim);
+    // Not ready while a slot has no master that answers.
+    let c = http();
+    wait_readyz(&c, &gw, 503, Duration::from_secs(10)).await;
     // The replica takes over; the cluster is whole again.
     tokio::task::block_in_place(|| cluster.wait_ok(Duration::from_secs(30)));
     let healed_at = started.elapsed();
@@ -365,7 +389,6 @@ async fn a_master_killed_under_load_is_replaced_without_losing_acknowledged_writ
         eprintln!("failover: no request failed");
     }
     // Answers resume without a restart, and every acknowledged INCR is counted.
-    let c = http();
     wait_readyz(&c, &gw, 200, Duration::from_secs(10)).await;
     let (mut lost, mut counted_total) = (Vec::new(), 0);
     for (i, n) in &acknowledged {
