@@ -32,9 +32,10 @@ if [ "$(wasm-pack --version 2>/dev/null | awk '{print $2}')" != "$WASM_PACK_VERS
   cargo install wasm-pack --version "$WASM_PACK_VERSION" --locked --force
 fi
 
-# Debian packages: redis-server for the tests, chromium + chromedriver for browser tests.
+# Debian packages: redis-server and redis-cli for the tests, chromium + chromedriver for browser tests.
 missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
+command -v redis-cli >/dev/null || missing+=(redis-tools) # the cluster tests' `redis-cli --cluster create`
 command -v chromium >/dev/null || missing+=(chromium)
 command -v chromedriver >/dev/null || missing+=(chromium-driver)
 if [ ${#missing[@]} -gt 0 ]; then

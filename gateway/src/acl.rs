@@ -9,7 +9,10 @@
 use std::time::Duration;
 
 use redis::aio::ConnectionLike;
-use redis::{AsyncConnectionConfig, Client, Value};
+use redis::{AsyncConnectionConfig, Client, IntoConnectionInfo, Value};
+
+use crate::config::Target;
+use crate::redis_cluster;
 
 /// Calls that cover each command the gateway denies: every subcommand that writes or reveals
 /// configuration, with arguments of the right arity (DRYRUN checks it).
@@ -138,15 +141,42 @@ fn text(value: &Value) -> Option<String> {
     }
 }
 
-/// Asks Redis at `url` whether its user may run any of the `denied` commands, or, for a URL of
-/// read-only tokens only (`readonly`), any command that writes.
+/// Asks Redis whether the user of `target` may run any of the `denied` commands, or, for a target
+/// of read-only tokens only (`readonly`), any command that writes. Every node of a cluster is
+/// asked (each has its own users); the nodes are listed at the time of the check.
 pub async fn check(
-    url: &str,
+    target: &Target,
     denied: &[String],
     readonly: bool,
     timeout: Duration,
 ) -> Result<(), AclError> {
-    let client = Client::open(url).map_err(|e| AclError::Refused(e.to_string()))?;
+    match target {
+        Target::Server(url) => check_node(url.as_str(), denied, readonly, timeout).await,
+        Target::Cluster(urls) => {
+            let seeds = urls
+                .iter()
+                .map(|url| url.as_str().into_connection_info())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| AclError::Refused(e.to_string()))?;
+            let nodes = redis_cluster::nodes(&seeds, timeout)
+                .await
+                .map_err(AclError::Unreachable)?;
+            for node in nodes {
+                check_node(node, denied, readonly, timeout).await?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// [`check`] for one server.
+async fn check_node(
+    node: impl IntoConnectionInfo,
+    denied: &[String],
+    readonly: bool,
+    timeout: Duration,
+) -> Result<(), AclError> {
+    let client = Client::open(node).map_err(|e| AclError::Refused(e.to_string()))?;
     let info = client.get_connection_info();
     let user = info
         .redis_settings()

@@ -31,6 +31,17 @@ pub struct Args {
     #[arg(long = "redis", env = "GATEWAY_REDIS_URL", value_name = "URL")]
     pub redis: Option<String>,
 
+    /// A Redis Cluster instead of `--redis`: comma-separated URLs of some of its nodes, e.g.
+    /// redis://gateway:PASSWORD@10.0.0.1:7000,redis://gateway:PASSWORD@10.0.0.2:7000. Commands
+    /// go to the master of their key's slot; the rest of the cluster is discovered.
+    #[arg(
+        long = "redis-cluster",
+        env = "GATEWAY_REDIS_CLUSTER_URLS",
+        value_name = "URLS",
+        conflicts_with_all = ["redis", "readonly_redis"]
+    )]
+    pub redis_cluster: Option<String>,
+
     /// Read-write token for `--redis` (sent as `Authorization: Bearer <token>` or `?_token=`).
     #[arg(long, env = "GATEWAY_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
@@ -49,9 +60,10 @@ pub struct Args {
     )]
     pub readonly_redis: Option<String>,
 
-    /// File mapping tokens to Redis URLs, one per line: `<token> <redis-url> [rw|ro]`.
-    /// Blank lines and lines starting with `#` are ignored. Tokens that share a URL share
-    /// its connections; different URLs are independent databases (e.g. regions).
+    /// File mapping tokens to Redis URLs, one per line: `<token> <redis-url> [rw|ro]`, where
+    /// `cluster:URL,URL…` names a Redis Cluster by some of its nodes. Blank lines and lines
+    /// starting with `#` are ignored. Tokens that share a URL share its connections; different
+    /// URLs are independent databases (e.g. regions).
     #[arg(long, env = "GATEWAY_TOKENS_FILE", value_name = "FILE")]
     pub tokens: Option<PathBuf>,
 
@@ -121,12 +133,64 @@ pub struct Args {
     pub multi_connections: usize,
 }
 
+/// The prefix of a Redis Cluster's seed URLs in the tokens file.
+const CLUSTER_PREFIX: &str = "cluster:";
+
+/// What one backend connects to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// One Redis server (one database), by URL.
+    Server(String),
+    /// A Redis Cluster, by the URLs of some of its nodes.
+    Cluster(Vec<String>),
+}
+
+impl Target {
+    /// `cluster:URL,URL…` is a cluster, anything else one server's URL; every URL is checked.
+    fn parse(spec: &str) -> Result<Self, String> {
+        match spec.strip_prefix(CLUSTER_PREFIX) {
+            Some(urls) => Self::cluster(urls),
+            None => Self::server(spec),
+        }
+    }
+
+    /// One server, by URL.
+    fn server(url: &str) -> Result<Self, String> {
+        check_url(url)?;
+        Ok(Self::Server(url.to_owned()))
+    }
+
+    /// A cluster from comma-separated seed URLs.
+    fn cluster(urls: &str) -> Result<Self, String> {
+        let urls: Vec<String> = urls
+            .split(',')
+            .map(str::trim)
+            .filter(|url| !url.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if urls.is_empty() {
+            return Err("a Redis Cluster needs at least one node URL".into());
+        }
+        for url in &urls {
+            check_url(url)?;
+        }
+        redis::cluster::ClusterClient::new(urls.clone())
+            .map_err(|e| format!("invalid Redis Cluster URLs {urls:?}: {e}"))?;
+        Ok(Self::Cluster(urls))
+    }
+}
+
+fn check_url(url: &str) -> Result<(), String> {
+    redis::Client::open(url).map_err(|e| format!("invalid Redis URL {url:?}: {e}"))?;
+    Ok(())
+}
+
 /// One token and what it may reach.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenSpec {
     /// The secret itself.
     pub token: String,
-    /// Index into [`Config::redis_urls`].
+    /// Index into [`Config::targets`].
     pub backend: usize,
     /// Whether only read commands are allowed.
     pub readonly: bool,
@@ -137,8 +201,8 @@ pub struct TokenSpec {
 pub struct Config {
     /// Address to listen on.
     pub listen: SocketAddr,
-    /// Distinct Redis URLs, one backend each.
-    pub redis_urls: Vec<String>,
+    /// Distinct Redis servers and clusters, one backend each.
+    pub targets: Vec<Target>,
     /// All accepted tokens.
     pub tokens: Vec<TokenSpec>,
     /// Per-request deadline for Redis work.
@@ -168,7 +232,7 @@ impl Config {
     pub fn from_args(args: Args) -> Result<Self, String> {
         let mut config = Config {
             listen: args.listen,
-            redis_urls: Vec::new(),
+            targets: Vec::new(),
             tokens: Vec::new(),
             timeout: Duration::from_millis(args.timeout_ms.max(1)),
             max_body_bytes: args.max_body_bytes,
@@ -203,21 +267,29 @@ impl Config {
         if args.readonly_redis.is_some() && args.readonly_token.is_none() {
             return Err("--readonly-redis needs --readonly-token".into());
         }
+        let main = match (&args.redis, &args.redis_cluster) {
+            (Some(url), _) => Some(Target::server(url)?),
+            (None, Some(urls)) => Some(Target::cluster(urls)?),
+            (None, None) => None,
+        };
         if args.token.is_some() || args.readonly_token.is_some() {
             if let Some(token) = args.token {
-                let url = args.redis.as_deref().ok_or("--token needs --redis URL")?;
-                config.add(token, url, false)?;
+                let target = main
+                    .clone()
+                    .ok_or("--token needs --redis URL (or --redis-cluster)")?;
+                config.add(token, target, false)?;
             }
             if let Some(token) = args.readonly_token {
-                let url = args
-                    .readonly_redis
-                    .as_deref()
-                    .or(args.redis.as_deref())
-                    .ok_or("--readonly-token needs --redis (or --readonly-redis) URL")?;
-                config.add(token, url, true)?;
+                let target = match &args.readonly_redis {
+                    Some(url) => Target::server(url)?,
+                    None => main.clone().ok_or(
+                        "--readonly-token needs --redis (or --readonly-redis, --redis-cluster) URL",
+                    )?,
+                };
+                config.add(token, target, true)?;
             }
-        } else if args.redis.is_some() && args.tokens.is_none() {
-            return Err("--redis needs --token (or --readonly-token)".into());
+        } else if main.is_some() && args.tokens.is_none() {
+            return Err("--redis and --redis-cluster need --token (or --readonly-token)".into());
         }
         if let Some(path) = &args.tokens {
             let text = std::fs::read_to_string(path)
@@ -246,7 +318,9 @@ impl Config {
                         n + 1
                     ));
                 }
-                config.add(fields[0].to_owned(), fields[1], readonly)?;
+                let target = Target::parse(fields[1])
+                    .map_err(|e| format!("{}:{}: {e}", path.display(), n + 1))?;
+                config.add(fields[0].to_owned(), target, readonly)?;
             }
         }
         if config.tokens.is_empty() {
@@ -255,19 +329,18 @@ impl Config {
         Ok(config)
     }
 
-    fn add(&mut self, token: String, url: &str, readonly: bool) -> Result<(), String> {
+    fn add(&mut self, token: String, target: Target, readonly: bool) -> Result<(), String> {
         if token.is_empty() {
             return Err("tokens must not be empty".into());
         }
         if self.tokens.iter().any(|t| t.token == token) {
             return Err("the same token is configured twice".into());
         }
-        redis::Client::open(url).map_err(|e| format!("invalid Redis URL {url:?}: {e}"))?;
-        let backend = match self.redis_urls.iter().position(|u| u == url) {
+        let backend = match self.targets.iter().position(|t| *t == target) {
             Some(i) => i,
             None => {
-                self.redis_urls.push(url.to_owned());
-                self.redis_urls.len() - 1
+                self.targets.push(target);
+                self.targets.len() - 1
             }
         };
         self.tokens.push(TokenSpec {

@@ -2,12 +2,14 @@
 
 mod acl;
 mod auth;
+mod backend;
 mod command;
 mod config;
 mod encoding;
 mod error;
 mod known_scripts;
 mod policy;
+mod redis_cluster;
 mod redis_pool;
 mod reply_bound;
 mod routes;
@@ -23,20 +25,20 @@ use tracing_subscriber::EnvFilter;
 
 use crate::acl::AclError;
 use crate::auth::TokenTable;
+use crate::backend::Backend;
 use crate::config::{Args, Config};
 use crate::known_scripts::KnownScripts;
 use crate::policy::Policy;
-use crate::redis_pool::Backend;
 use crate::routes::App;
 use crate::scripts::ScriptMap;
 
 fn build_app(config: &Config) -> Result<Arc<App>, String> {
     let backends = config
-        .redis_urls
+        .targets
         .iter()
-        .map(|url| {
+        .map(|target| {
             Backend::new(
-                url,
+                target,
                 config.timeout,
                 config.multi_connections,
                 config.max_reply_bytes,
@@ -68,22 +70,23 @@ async fn check_redis_users(config: &Config) -> Result<(), String> {
         tracing::info!("--unsafe-allow-admin: the Redis users' ACL rules are not checked");
         return Ok(());
     }
-    for (backend, url) in config.redis_urls.iter().enumerate() {
+    for (backend, target) in config.targets.iter().enumerate() {
         let readonly = config
             .tokens
             .iter()
             .filter(|token| token.backend == backend)
             .all(|token| token.readonly);
-        match acl::check(url, &config.denied, readonly, config.timeout).await {
+        match acl::check(target, &config.denied, readonly, config.timeout).await {
             Ok(()) => {}
             Err(AclError::Refused(message)) => return Err(message),
             Err(AclError::Unreachable(error)) => {
                 tracing::warn!(%error, "cannot check the Redis user's ACL rules yet; retrying");
-                let (url, denied, timeout) = (url.clone(), config.denied.clone(), config.timeout);
+                let (target, denied, timeout) =
+                    (target.clone(), config.denied.clone(), config.timeout);
                 tokio::spawn(async move {
                     loop {
                         tokio::time::sleep(Duration::from_secs(1)).await;
-                        match acl::check(&url, &denied, readonly, timeout).await {
+                        match acl::check(&target, &denied, readonly, timeout).await {
                             Ok(()) => return,
                             Err(AclError::Unreachable(_)) => {}
                             Err(AclError::Refused(message)) => {
@@ -158,7 +161,7 @@ async fn main() -> std::process::ExitCode {
     };
     tracing::info!(
         listen = %config.listen,
-        databases = config.redis_urls.len(),
+        databases = config.targets.len(),
         tokens = config.tokens.len(),
         "edgelimit-gateway listening"
     );

@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, MultiplexedConnection};
-use redis::{AsyncConnectionConfig, Client, Cmd, ConnectionAddr, Pipeline, RedisError, Value};
+use redis::{
+    AsyncConnectionConfig, Client, Cmd, ConnectionAddr, ConnectionInfo, Pipeline, RedisError, Value,
+};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::command::Command;
@@ -22,19 +24,18 @@ use crate::reply_bound::{Bounded, TOO_LARGE};
 
 /// How long `SCRIPT KILL` may take: Redis reads other clients only once a script has run for
 /// `busy-reply-threshold` (5 s by default), so the kill waits at least that long.
-const KILL_TIMEOUT: Duration = Duration::from_secs(15);
+pub const KILL_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// How long opening a connection may take at most (less if `--timeout-ms` is shorter).
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How long `/readyz` waits for PING.
-const READY_TIMEOUT: Duration = Duration::from_millis(1000);
+pub const READY_TIMEOUT: Duration = Duration::from_millis(1000);
 
 /// One Redis server (one database) behind the gateway.
-pub struct Backend {
+pub struct Server {
     client: Client,
-    /// The same server, database 0, no `CLIENT SETINFO`: the handshake of a connection that must
-    /// work while Redis runs a script and answers `BUSY` to nearly everything (`SELECT` included).
+    /// The same server, for `SCRIPT KILL` and `FUNCTION KILL` (see [`kill_client`]).
     kill_client: Client,
     /// The shared connection, once opened.
     shared: Mutex<Option<Conn>>,
@@ -48,7 +49,8 @@ pub struct Backend {
     max_reply_bytes: usize,
 }
 
-fn to_cmd(command: &Command) -> Cmd {
+/// The command as the `redis` crate sends it.
+pub fn to_cmd(command: &Command) -> Cmd {
     let mut cmd = Cmd::new();
     for arg in &command.args {
         cmd.arg(arg.as_slice());
@@ -83,7 +85,7 @@ impl Conn {
 }
 
 /// A batch of `commands`, with the empty command that marks its end (see [`Bounded`]).
-fn batch(commands: impl IntoIterator<Item = Cmd>) -> Pipeline {
+pub fn batch(commands: impl IntoIterator<Item = Cmd>) -> Pipeline {
     let mut pipe = Pipeline::new();
     for cmd in commands {
         pipe.add_command(cmd);
@@ -92,7 +94,8 @@ fn batch(commands: impl IntoIterator<Item = Cmd>) -> Pipeline {
     pipe
 }
 
-fn io_error(error: RedisError) -> GatewayError {
+/// A connection error as the gateway reports it: 504 for a timeout, 503 otherwise.
+pub fn io_error(error: RedisError) -> GatewayError {
     if error.is_timeout() {
         GatewayError::Timeout
     } else {
@@ -100,7 +103,7 @@ fn io_error(error: RedisError) -> GatewayError {
     }
 }
 
-impl Backend {
+impl Server {
     /// Prepares the connections; nothing is opened until the first request, so the gateway
     /// starts (and keeps running) while Redis is down.
     pub fn new(
@@ -110,13 +113,7 @@ impl Backend {
         max_reply_bytes: usize,
     ) -> Result<Self, String> {
         let client = Client::open(url).map_err(|e| format!("invalid Redis URL {url:?}: {e}"))?;
-        let info = client.get_connection_info().clone();
-        let settings = info
-            .redis_settings()
-            .clone()
-            .set_db(0)
-            .set_skip_set_lib_name();
-        let kill_client = Client::open(info.set_redis_settings(settings))
+        let kill_client = kill_client(client.get_connection_info().clone())
             .map_err(|e| format!("invalid Redis URL {url:?}: {e}"))?;
         Ok(Self {
             client,
@@ -315,28 +312,7 @@ impl Backend {
     /// Runs `SCRIPT KILL` or `FUNCTION KILL` on a connection of its own, opened for it and closed
     /// after: on the shared connection it would queue behind the very script it should stop.
     pub async fn kill(&self, command: &Command) -> Result<Value, GatewayError> {
-        let run = async {
-            let deadline = self.timeout.max(KILL_TIMEOUT);
-            let config = AsyncConnectionConfig::new()
-                .set_connection_timeout(Some(deadline))
-                .set_response_timeout(Some(deadline));
-            let mut conn = self
-                .kill_client
-                .get_multiplexed_async_connection_with_config(&config)
-                .await
-                .map_err(io_error)?;
-            match conn.req_packed_command(&to_cmd(command)).await {
-                Ok(value) => Ok(value),
-                Err(e) => match e.try_into() {
-                    Ok(server_error) => Ok(Value::ServerError(server_error)),
-                    Err(e) => Err(io_error(e)),
-                },
-            }
-        };
-        match tokio::time::timeout(self.timeout.max(KILL_TIMEOUT), run).await {
-            Ok(result) => result,
-            Err(_) => Err(GatewayError::Timeout),
-        }
+        kill(&self.kill_client, command, self.timeout).await
     }
 
     /// Runs `MULTI`, the commands and `EXEC` in one round trip on a connection that no other
@@ -392,6 +368,49 @@ impl Backend {
             released: false,
             _permit: permit,
         })
+    }
+}
+
+/// A client for `info`'s server, database 0, no `CLIENT SETINFO`: the handshake of a connection
+/// that must work while Redis runs a script and answers `BUSY` to nearly everything (`SELECT`
+/// included).
+pub fn kill_client(info: ConnectionInfo) -> Result<Client, RedisError> {
+    let settings = info
+        .redis_settings()
+        .clone()
+        .set_db(0)
+        .set_skip_set_lib_name();
+    Client::open(info.set_redis_settings(settings))
+}
+
+/// Runs `SCRIPT KILL` or `FUNCTION KILL` on a new connection of `client` (see [`kill_client`]),
+/// within `timeout` or [`KILL_TIMEOUT`], whichever is longer; an error reply is a
+/// `Value::ServerError`.
+pub async fn kill(
+    client: &Client,
+    command: &Command,
+    timeout: Duration,
+) -> Result<Value, GatewayError> {
+    let deadline = timeout.max(KILL_TIMEOUT);
+    let run = async {
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(deadline))
+            .set_response_timeout(Some(deadline));
+        let mut conn = client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .map_err(io_error)?;
+        match conn.req_packed_command(&to_cmd(command)).await {
+            Ok(value) => Ok(value),
+            Err(e) => match e.try_into() {
+                Ok(server_error) => Ok(Value::ServerError(server_error)),
+                Err(e) => Err(io_error(e)),
+            },
+        }
+    };
+    match tokio::time::timeout(deadline, run).await {
+        Ok(result) => result,
+        Err(_) => Err(GatewayError::Timeout),
     }
 }
 

@@ -20,12 +20,12 @@ use tower::ServiceExt;
 use tower_http::cors::{Any, CorsLayer};
 
 use crate::auth::{Grant, TokenTable};
+use crate::backend::Backend;
 use crate::command::{self, Command};
 use crate::encoding::{error_text, result_item};
 use crate::error::{json_response, GatewayError};
 use crate::known_scripts::KnownScripts;
 use crate::policy::{self, Policy};
-use crate::redis_pool::Backend;
 use crate::scripts::{ReplyFix, ScriptMap};
 
 /// Name of the read-your-writes header the Upstash clients send and read back.
@@ -33,7 +33,7 @@ pub const SYNC_TOKEN: &str = "upstash-sync-token";
 
 /// Everything a request handler needs.
 pub struct App {
-    /// One backend per distinct Redis URL.
+    /// One backend per distinct Redis server or cluster.
     pub backends: Vec<Backend>,
     /// Accepted tokens.
     pub tokens: TokenTable,

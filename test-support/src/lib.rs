@@ -1,5 +1,6 @@
-//! Test harness shared by the workspace: a real redis-server and the edgelimit-gateway binary on
-//! free loopback ports, killed and reaped on drop (also when a test panics).
+//! Test harness shared by the workspace: a real redis-server (or a Redis Cluster of six) and the
+//! edgelimit-gateway binary on free loopback ports, killed and reaped on drop (also when a test
+//! panics).
 //!
 //! Every redis-server it starts has the ACL users that gateway/README.md tells operators to create
 //! (`gateway`, and `gateway-ro` for read-only tokens; the rules are read from the README itself),
@@ -393,4 +394,170 @@ pub fn raw_http(port: u16, head: &str, body: &[u8]) -> Option<String> {
     let mut reply = Vec::new();
     stream.read_to_end(&mut reply).ok()?;
     Some(String::from_utf8_lossy(&reply).into_owned())
+}
+
+/// How long a new cluster may take to agree on its slots.
+const CLUSTER_STARTUP: Duration = Duration::from_secs(60);
+
+/// One node of a [`Cluster`].
+struct Node {
+    port: u16,
+    process: Process,
+}
+
+/// A Redis Cluster of three masters with one replica each, on free loopback ports, with the
+/// gateway's ACL users (as [`Redis`]) on every node. Every process is killed and its files
+/// removed on drop (also when a test panics).
+pub struct Cluster {
+    nodes: Vec<Node>,
+    dir: PathBuf,
+}
+
+impl Cluster {
+    /// Starts six `redis-server --cluster-enabled yes` with `cluster-node-timeout` of
+    /// `node_timeout_ms` (how soon a dead master's replica takes over), joins them with
+    /// `redis-cli --cluster create --cluster-replicas 1`, and waits until every node says
+    /// `cluster_state:ok`.
+    pub fn start(node_timeout_ms: u64) -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "edgelimit-cluster-{}-{}",
+            std::process::id(),
+            free_port()
+        ));
+        std::fs::create_dir_all(&dir).expect("cluster directory");
+        let mut cluster = Self {
+            nodes: Vec::new(),
+            dir,
+        };
+        for _ in 0..6 {
+            let port = free_port();
+            let child = Command::new("redis-server")
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--save", "", "--appendonly", "no"])
+                .args(["--cluster-enabled", "yes"])
+                .arg("--cluster-config-file")
+                .arg(cluster.dir.join(format!("nodes-{port}.conf")))
+                .args(["--cluster-node-timeout", &node_timeout_ms.to_string()])
+                // Replicas sync at once, not after the default 5 s wait for more replicas.
+                .args(["--repl-diskless-sync-delay", "0"])
+                .arg("--dir")
+                .arg(&cluster.dir)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("redis-server is missing: run `make bootstrap`");
+            cluster.nodes.push(Node {
+                port,
+                process: Process(Some(child)),
+            });
+            wait_until("redis-server (cluster node)", || ping(port));
+        }
+        let addresses: Vec<String> = cluster
+            .nodes
+            .iter()
+            .map(|node| format!("127.0.0.1:{}", node.port))
+            .collect();
+        let created = Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&addresses)
+            .args(["--cluster-replicas", "1", "--cluster-yes"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("redis-cli is missing: run `make bootstrap`");
+        assert!(created.success(), "redis-cli --cluster create failed");
+        for port in cluster.live_ports() {
+            for user in [GATEWAY_USER, GATEWAY_READONLY_USER] {
+                let rules = readme_acl_rules(user);
+                let rules: Vec<&str> = rules.iter().map(String::as_str).collect();
+                cluster.set_user(port, user, &rules);
+            }
+        }
+        cluster.wait_ok(CLUSTER_STARTUP);
+        cluster
+    }
+
+    /// `ACL SETUSER name rules…` on the node on `port` alone (ACL users are not shared between
+    /// nodes), as the `default` user; panics unless it says OK.
+    pub fn set_user(&self, port: u16, name: &str, rules: &[&str]) {
+        let mut args = vec!["ACL", "SETUSER", name];
+        args.extend_from_slice(rules);
+        assert_eq!(command(port, &args), "+OK\r\n", "ACL SETUSER {name}");
+    }
+
+    /// Waits until every live node says `cluster_state:ok`, three of them are masters and every
+    /// replica is in sync with its master (a replica out of touch for long may not take over);
+    /// panics after `within`.
+    pub fn wait_ok(&self, within: Duration) {
+        let deadline = Instant::now() + within;
+        loop {
+            let masters = self.masters().len();
+            let ok = self.live_ports().iter().all(|&port| {
+                command(port, &["CLUSTER", "INFO"]).contains("cluster_state:ok")
+                    && !command(port, &["INFO", "replication"]).contains("master_link_status:down")
+            });
+            if ok && masters == 3 {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the cluster is not ok after {within:?} ({masters} masters)"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The ports of the nodes still running.
+    pub fn live_ports(&self) -> Vec<u16> {
+        self.nodes
+            .iter()
+            .filter(|node| node.process.0.is_some())
+            .map(|node| node.port)
+            .collect()
+    }
+
+    /// The ports of the running nodes that are masters now (`ROLE`).
+    pub fn masters(&self) -> Vec<u16> {
+        self.live_ports()
+            .into_iter()
+            .filter(|&port| command(port, &["ROLE"]).starts_with("*3\r\n$6\r\nmaster"))
+            .collect()
+    }
+
+    /// `redis://gateway:…@127.0.0.1:<port>,…` for every node: the seeds of `--redis-cluster`, as
+    /// [`GATEWAY_USER`].
+    pub fn urls(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|node| {
+                format!(
+                    "redis://{GATEWAY_USER}:{GATEWAY_PASSWORD}@127.0.0.1:{}",
+                    node.port
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// `redis://127.0.0.1:<port>`: one node as the all-powerful `default` user, for a test's own
+    /// checks behind the gateway's back.
+    pub fn admin_url(port: u16) -> String {
+        format!("redis://127.0.0.1:{port}")
+    }
+
+    /// Kills the node on `port` with SIGKILL (a crash: nothing is flushed or handed over).
+    pub fn kill(&mut self, port: u16) {
+        if let Some(node) = self.nodes.iter_mut().find(|node| node.port == port) {
+            node.process.stop();
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for node in &mut self.nodes {
+            node.process.stop();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }

@@ -11,6 +11,7 @@ use hyper_util::rt::TokioExecutor;
 use test_support::{Gateway, Redis, TOKEN};
 
 /// A direct connection to a test Redis, for checking state behind the gateway's back.
+#[allow(dead_code)] // cluster.rs reaches its nodes by port
 pub trait Direct {
     /// A connection to database `db` as the all-powerful `default` user.
     fn conn(&self, db: u8) -> redis::Connection;
