@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Gateway throughput vs. raw Redis (redis-benchmark) for the same EVALSHA script, same Redis,
-# same run. Prints a markdown table. Loopback only; every cell runs SECONDS seconds.
+# same run; then the gateway in front of one redis-server beside the gateway in front of a Redis
+# Cluster (3 masters, 3 replicas, --redis-cluster), same script, same run. Prints two markdown
+# tables. Loopback only; every cell runs SECONDS seconds.
 #
 #   bench/gateway/run.sh            # SECONDS=3 by default
 #   SECONDS_PER_CELL=5 bench/gateway/run.sh
@@ -21,8 +23,16 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 RPORT=$(free_port)
 GPORT=$(free_port)
 PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; }
+CLUSTER_DIR="$(mktemp -d)"
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  rm -rf "$CLUSTER_DIR"
+}
 trap cleanup EXIT
+wait_healthz() {
+  for _ in $(seq 100); do python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' "http://127.0.0.1:$1/healthz" >/dev/null 2>&1 && return; sleep 0.05; done
+  echo "the gateway on port $1 did not start" >&2; exit 1
+}
 
 redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no >/dev/null &
 PIDS+=($!)
@@ -32,7 +42,7 @@ read -r -a ACL_RULES <<<"$(sed -n 's/^ACL SETUSER gateway //p' "$ROOT/gateway/RE
 [ "$(redis-cli -p "$RPORT" ACL SETUSER gateway "${ACL_RULES[@]}")" = OK ] || { echo "ACL SETUSER gateway failed" >&2; exit 1; }
 "$GATEWAY" --listen "127.0.0.1:$GPORT" --redis "redis://gateway:bench@127.0.0.1:$RPORT" --token "$TOKEN" &
 PIDS+=($!)
-for _ in $(seq 100); do python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' "http://127.0.0.1:$GPORT/healthz" >/dev/null 2>&1 && break; sleep 0.05; done
+wait_healthz "$GPORT"
 
 # A fixed-window step like @upstash/ratelimit's: INCR, set the TTL on first use.
 SCRIPT="local c = redis.call('INCR', KEYS[1]) if c == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end return c"
@@ -54,5 +64,45 @@ for mode in single pipeline16; do
     ratio=$(python3 -c "print(f'{$g/$r:.0%}')")
     label="EVALSHA"; [ "$mode" = pipeline16 ] && label="/pipeline of 16 EVALSHA (raw: -P 16)"
     printf '| %s | %d | %.0f | %.0f | %s |\n' "$label" "$c" "$g" "$r" "$ratio"
+  done
+done
+
+# A Redis Cluster of three masters and three replicas, the same ACL user on every node, and a second
+# gateway in front of it.
+CPORTS=()
+for _ in 1 2 3 4 5 6; do
+  port=$(free_port)
+  CPORTS+=("$port")
+  redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --cluster-enabled yes \
+    --cluster-config-file "$CLUSTER_DIR/nodes-$port.conf" --dir "$CLUSTER_DIR" >/dev/null &
+  PIDS+=($!)
+done
+for port in "${CPORTS[@]}"; do
+  for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.05; done
+done
+redis-cli --cluster create $(printf '127.0.0.1:%s ' "${CPORTS[@]}") --cluster-replicas 1 --cluster-yes >/dev/null
+for port in "${CPORTS[@]}"; do
+  for _ in $(seq 200); do redis-cli -p "$port" cluster info | grep -q 'cluster_state:ok' && break; sleep 0.05; done
+  [ "$(redis-cli -p "$port" ACL SETUSER gateway "${ACL_RULES[@]}")" = OK ] || { echo "ACL SETUSER gateway failed" >&2; exit 1; }
+  redis-cli -p "$port" script load "$SCRIPT" >/dev/null
+done
+CGPORT=$(free_port)
+"$GATEWAY" --listen "127.0.0.1:$CGPORT" --token "$TOKEN" \
+  --redis-cluster "$(printf 'redis://gateway:bench@127.0.0.1:%s,' "${CPORTS[@]}" | sed 's/,$//')" &
+PIDS+=($!)
+wait_healthz "$CGPORT"
+
+echo
+echo "#### One redis-server beside a Redis Cluster (3 masters, 3 replicas, \`--redis-cluster\`), through the gateway"
+echo
+echo "| workload (decisions: one fixed-window EVALSHA each) | clients | one redis-server decisions/s | Redis Cluster decisions/s | cluster / one |"
+echo "|---|---:|---:|---:|---:|"
+for mode in single pipeline16; do
+  for c in 1 16 64; do
+    one=$("$LOAD" "http://127.0.0.1:$GPORT" "$TOKEN" "$SHA" "$mode" "$c" "$CELL")
+    cluster=$("$LOAD" "http://127.0.0.1:$CGPORT" "$TOKEN" "$SHA" "$mode" "$c" "$CELL")
+    ratio=$(python3 -c "print(f'{$cluster/$one:.2f}×')")
+    label="EVALSHA"; [ "$mode" = pipeline16 ] && label="/pipeline of 16 EVALSHA"
+    printf '| %s | %d | %.0f | %.0f | %s |\n' "$label" "$c" "$one" "$cluster" "$ratio"
   done
 done

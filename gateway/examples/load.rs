@@ -2,7 +2,7 @@
 //!
 //! `load URL TOKEN SHA MODE CONCURRENCY SECONDS` where MODE is `single` (one EVALSHA per
 //! request) or `pipeline16` (16 EVALSHA per `/pipeline` request). Prints Redis commands per
-//! second.
+//! second. Each caller has keys of its own, so that a Redis Cluster spreads them over its masters.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -24,19 +24,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let concurrency: usize = concurrency.parse()?;
     let duration = Duration::from_secs_f64(seconds.parse::<f64>()?.min(30.0));
-    let (path, body, per_request) = match mode.as_str() {
-        "single" => (
-            "/",
-            format!(r#"["EVALSHA","{sha}",1,"bench:k","60000"]"#),
-            1,
-        ),
-        "pipeline16" => {
-            let items: Vec<String> = (0..16)
-                .map(|i| format!(r#"["EVALSHA","{sha}",1,"bench:k{i}","60000"]"#))
-                .collect();
-            ("/pipeline", format!("[{}]", items.join(",")), 16)
-        }
+    let evalsha = |key: String| format!(r#"["EVALSHA","{sha}",1,"{key}","60000"]"#);
+    let (path, per_request) = match mode.as_str() {
+        "single" => ("/", 1),
+        "pipeline16" => ("/pipeline", 16),
         other => return Err(format!("unknown mode {other}").into()),
+    };
+    // The body of caller `caller`'s requests.
+    let body = |caller: usize| {
+        if per_request == 1 {
+            return Bytes::from(evalsha(format!("bench:k{caller}")));
+        }
+        let items: Vec<String> = (0..per_request)
+            .map(|i| evalsha(format!("bench:k{caller}:{i}")))
+            .collect();
+        Bytes::from(format!("[{}]", items.join(",")))
     };
     let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
     connector.set_nodelay(true);
@@ -45,14 +47,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build(connector);
     let uri: hyper::Uri = format!("{url}{path}").parse()?;
     let auth = format!("Bearer {token}");
-    let body = Bytes::from(body);
     let done = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + duration;
     let started = Instant::now();
     let mut tasks = Vec::new();
-    for _ in 0..concurrency {
-        let (client, uri, auth, body) = (client.clone(), uri.clone(), auth.clone(), body.clone());
+    for caller in 0..concurrency {
+        let (client, uri, auth, body) = (client.clone(), uri.clone(), auth.clone(), body(caller));
         let (done, errors) = (done.clone(), errors.clone());
         tasks.push(tokio::spawn(async move {
             while Instant::now() < deadline {
