@@ -82,6 +82,14 @@ export interface RatelimitConfig {
   /** Keys are `<prefix>:<identifier>`. Default `"@upstash/ratelimit"`, the same keys as `@upstash/ratelimit`. */
   prefix?: string;
   /**
+   * How the identifier goes into its keys. `"upstash"` (default): `<prefix>:<identifier>…`, the keys of
+   * `@upstash/ratelimit`. `"cluster"`: `<prefix>:{<identifier>}…`, every key of an identifier in one hash
+   * slot, for a Redis Cluster; not shared with `@upstash/ratelimit`, and not with `dynamicLimits`,
+   * `enableProtection` or `analytics` (their keys are shared by every identifier: the constructor throws a
+   * `TypeError`). Without it, a call refused by a cluster (`CROSSSLOT`) rejects whatever `failMode` says.
+   */
+  keys?: "upstash" | "cluster";
+  /**
    * Remembers identifiers that were denied until their `reset`, answering them locally
    * (`reason: "cacheBlock"`) without a request to Redis. `true` or omitted: a cache of this instance, up
    * to 10 000 identifiers; a number: up to that many; a `Map`, as with `@upstash/ratelimit`: one cache

@@ -73,6 +73,15 @@ pub enum Error {
         /// Redis's error message (`NOSCRIPT ...`, `WRONGTYPE ...`).
         message: String,
     },
+    /// A Redis Cluster refused a script or command whose keys are in several hash slots (`CROSSSLOT`):
+    /// the limit needs the cluster key layout. A misconfiguration, so the fail mode does not answer it.
+    #[error(
+        "redis error: {message} (on a Redis Cluster, use the cluster key layout: `keys: \"cluster\"` in JavaScript, `KeyLayout::Cluster` in Rust)"
+    )]
+    CrossSlot {
+        /// Redis's error message (`CROSSSLOT Keys in request don't hash to the same slot`).
+        message: String,
+    },
     /// The operation needs something this limit or store does not offer (say, dynamic limits not
     /// enabled).
     #[error("unsupported: {what}")]
@@ -90,7 +99,8 @@ pub enum Error {
 
 impl Error {
     /// Whether the caller's input or configuration caused this error (a bad duration, parameter or
-    /// cost, an unsupported operation), as opposed to the store or the network failing.
+    /// cost, an unsupported operation, a key layout the Redis Cluster refuses), as opposed to the store
+    /// or the network failing.
     pub fn is_invalid_input(&self) -> bool {
         matches!(
             self,
@@ -99,6 +109,7 @@ impl Error {
                 | Self::InvalidCost { .. }
                 | Self::CostExceedsCapacity { .. }
                 | Self::Unsupported { .. }
+                | Self::CrossSlot { .. }
         )
     }
 }

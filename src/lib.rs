@@ -42,6 +42,7 @@ mod decision;
 mod duration;
 mod error;
 mod key_hasher;
+mod key_layout;
 mod maybe_send;
 #[cfg(feature = "multi-region")]
 pub mod multi_region;
@@ -58,6 +59,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
 pub use duration::{duration_from_millis, parse_duration, MAX_DURATION_MS};
 pub use error::{Error, Result};
+pub use key_layout::{KeyLayout, SharedKey};
 pub use maybe_send::{BoxFuture, MaybeSendSync};
 #[cfg(feature = "multi-region")]
 pub use multi_region::MultiRegionRatelimit;

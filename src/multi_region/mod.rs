@@ -68,6 +68,7 @@ use crate::algorithm::{Algorithm, Cost, MAX_COUNT};
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::{quote, Error, Result};
+use crate::key_layout::{KeyLayout, SharedKey};
 use crate::maybe_send::BoxFuture;
 use crate::ratelimit::deadline::Deadline;
 use crate::ratelimit::{
@@ -92,6 +93,7 @@ pub struct MultiRegionRatelimit<T> {
     regions: Vec<Arc<RestClient<T>>>,
     algorithm: Algorithm,
     prefix: String,
+    key_layout: KeyLayout,
     cache: Option<Arc<EphemeralCache>>,
     limit_key: Option<String>,
     fail_mode: FailMode,
@@ -126,12 +128,22 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
                 .collect(),
             algorithm,
             prefix: DEFAULT_PREFIX.to_owned(),
+            key_layout: KeyLayout::Upstash,
             cache: Some(Arc::new(EphemeralCache::new(DEFAULT_CACHE_SIZE))),
             limit_key: None,
             fail_mode: FailMode::Open,
             clock: Arc::new(SystemClock),
             known: Arc::new(Known::new(KNOWN_REQUESTS)),
         })
+    }
+
+    /// The same limit with its keys laid out as `key_layout` says; [`KeyLayout::Cluster`] refuses
+    /// dynamic limits, enabled before or after (see [`SharedKey`]).
+    pub fn with_key_layout(mut self, key_layout: KeyLayout) -> Result<Self> {
+        self.key_layout = key_layout;
+        self.key_layout
+            .allow(SharedKey::DynamicLimit, self.limit_key.is_some())?;
+        Ok(self)
     }
 
     /// The same limit with keys `<prefix>:<identifier>:<window>`.
@@ -155,6 +167,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
 
     /// The same limit with dynamic limits on or off: when on, the limit stored under
     /// `<prefix>:dynamic:global` in a region replaces the capacity there.
+    /// With [`KeyLayout::Cluster`], every decision is then refused.
     pub fn with_dynamic_limits(mut self, enabled: bool) -> Self {
         self.limit_key = limit_key(&self.prefix, enabled);
         self
@@ -198,8 +211,10 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
     /// the answer of the first region to reply, and the [`Pending`] work that merges the regions,
     /// which settles once every region that replied holds the union of their windows (it never fails).
     ///
-    /// Bad input is an error; regions failing are not: when none replies, the fail mode answers, with
-    /// [`Reason::Timeout`] if they all timed out, else [`Reason::Error`].
+    /// Bad input is an error, and so is a key layout that a Redis Cluster refuses
+    /// ([`Error::CrossSlot`]) when no region decided; regions failing otherwise are not: when none
+    /// replies, the fail mode answers, with [`Reason::Timeout`] if they all timed out, else
+    /// [`Reason::Error`].
     pub fn limit_with_pending<'a>(
         &'a self,
         identifier: &'a str,
@@ -216,6 +231,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
             }
             let (decision, pending) = match self.decide(&key, cost, now).await {
                 Ok(decided) => decided,
+                Err(error) if error.is_invalid_input() => return Err(error),
                 Err(error) => {
                     let response = self.fail_mode_response(&error, now_ms);
                     return Ok((response, settled()));
@@ -513,6 +529,8 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
         })
     }
 
+    /// The base key of `identifier` (not empty) in the key layout; with the cluster layout, dynamic
+    /// limits enabled after the layout are refused here.
     fn key(&self, identifier: &str) -> Result<String> {
         if identifier.is_empty() {
             return Err(Error::InvalidParameter {
@@ -522,7 +540,9 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
                 reason: "must not be empty",
             });
         }
-        Ok([self.prefix.as_str(), ":", identifier].concat())
+        let layout = self.key_layout;
+        layout.allow(SharedKey::DynamicLimit, self.limit_key.is_some())?;
+        layout.key(&self.prefix, identifier)
     }
 
     fn cost(&self, rate: f64) -> Result<Cost> {

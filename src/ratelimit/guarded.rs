@@ -104,17 +104,19 @@ impl Ratelimit {
     /// (`<prefix>:denyList:all`, which the Upstash console and `@upstash/ratelimit` share); a value
     /// found is denied with [`Reason::DenyList`] without counting anything, and remembered for a minute
     /// (up to [`deny_list::DENIED_VALUES_CACHED`] values). The store must support it (Redis does); local
-    /// counts cannot have it.
+    /// counts cannot have it, nor [`KeyLayout::Cluster`](crate::KeyLayout::Cluster).
     pub fn with_protection(mut self, enabled: bool) -> Result<Self> {
         if enabled {
             check_local_counts(self.local_counts.is_some())?;
         }
         self.guards.denied = enabled.then(DeniedValues::new);
+        self.check_shared_keys()?;
         Ok(self)
     }
 
     /// The same limit recording every answer as an analytics event of `@upstash/core-analytics`
-    /// (`<prefix>:events:<hour>`), or not. The store must support it (Redis does).
+    /// (`<prefix>:events:<hour>`), or not. The store must support it (Redis does). With
+    /// [`KeyLayout::Cluster`](crate::KeyLayout::Cluster), every decision is then refused.
     pub fn with_analytics(mut self, enabled: bool) -> Self {
         self.guards.analytics = enabled;
         self
@@ -196,7 +198,7 @@ impl Ratelimit {
         values: Vec<String>,
         members: Option<Members>,
     ) -> Result<Answer> {
-        let key = self.key(identifier);
+        let key = self.key(identifier)?;
         let cost = self.cost(rate)?;
         let now_micros = self.clock.now_micros();
         let now_ms = now_micros / 1_000;

@@ -3,7 +3,8 @@
 //! dynamic limits, `blockUntilReady`, a fail mode for backend errors, and the deny list and analytics
 //! (`guarded.rs`).
 //!
-//! Keys are `<prefix>:<identifier>`, the layout of `@upstash/ratelimit`, so both can share one limit.
+//! Keys are `<prefix>:<identifier>`, the layout of `@upstash/ratelimit`, so both can share one limit,
+//! or `<prefix>:{<identifier>}` on a Redis Cluster ([`KeyLayout`]).
 
 pub mod analytics;
 pub(crate) mod deadline;
@@ -24,6 +25,7 @@ use crate::backend::Backend;
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
+use crate::key_layout::{KeyLayout, SharedKey};
 use crate::maybe_send::BoxFuture;
 use deadline::Deadline;
 use local_counts::LocalCounts;
@@ -115,6 +117,7 @@ pub struct Ratelimit {
     backend: Arc<dyn Backend>,
     algorithm: Algorithm,
     prefix: String,
+    key_layout: KeyLayout,
     cache: Option<Arc<EphemeralCache>>,
     local_counts: Option<Arc<LocalCounts>>,
     /// Where the dynamic limit is stored (`<prefix>:dynamic:global`), when dynamic limits are enabled.
@@ -150,6 +153,7 @@ impl Ratelimit {
             backend,
             algorithm,
             prefix: settings.prefix,
+            key_layout: settings.key_layout,
             cache: settings.cache,
             local_counts,
             limit_key,
@@ -157,6 +161,14 @@ impl Ratelimit {
             clock: Arc::new(SystemClock),
             guards: guarded::Guards::default(),
         }
+    }
+
+    /// The same limit with its keys laid out as `key_layout` says; [`KeyLayout::Cluster`] refuses
+    /// dynamic limits, protection and analytics, enabled before or after (see [`SharedKey`]).
+    pub fn with_key_layout(mut self, key_layout: KeyLayout) -> Result<Self> {
+        self.key_layout = key_layout;
+        self.check_shared_keys()?;
+        Ok(self)
     }
 
     /// The same limit with keys `<prefix>:<identifier>`.
@@ -199,6 +211,7 @@ impl Ratelimit {
     /// [`Ratelimit::set_dynamic_limit`] (key `<prefix>:dynamic:global`, shared with
     /// `@upstash/ratelimit`) replaces the algorithm's capacity for every identifier; except with local
     /// counts, which apply the configured limit, as `@upstash/ratelimit`'s `cachedFixedWindow` does.
+    /// With [`KeyLayout::Cluster`], every decision is then refused.
     pub fn with_dynamic_limits(mut self, enabled: bool) -> Self {
         self.limit_key = limit_key(&self.prefix, enabled);
         self
@@ -226,6 +239,11 @@ impl Ratelimit {
         &self.prefix
     }
 
+    /// How the identifier goes into its keys.
+    pub fn key_layout(&self) -> KeyLayout {
+        self.key_layout
+    }
+
     /// The fail mode.
     pub fn fail_mode(&self) -> FailMode {
         self.fail_mode
@@ -245,8 +263,9 @@ impl Ratelimit {
     /// including any [`Pending`] work, which this awaits.
     ///
     /// A rate that is not finite, above 2^53 - 1 in size or (for the window algorithms) fractional, is
-    /// an error. A backend failure is not: it is answered as the fail mode
-    /// says, with [`Reason::Timeout`] or [`Reason::Error`].
+    /// an error, and so is a key layout that a Redis Cluster refuses ([`Error::CrossSlot`]: a
+    /// misconfiguration, which admitting or denying everything would hide). A backend failure is not:
+    /// it is answered as the fail mode says, with [`Reason::Timeout`] or [`Reason::Error`].
     pub async fn limit(&self, identifier: &str, rate: f64) -> Result<Response> {
         let (response, pending) = self.limit_with_pending(identifier, rate).await?;
         if let Some(pending) = pending {
@@ -269,7 +288,7 @@ impl Ratelimit {
             let answer = guarded.await?;
             return Ok((answer.response, answer.pending));
         }
-        let key = self.key(identifier);
+        let key = self.key(identifier)?;
         let cost = self.cost(rate)?;
         // The clock is read only for the local caches (each read is a call into JavaScript on wasm),
         // or below, for an answer of the fail mode.
@@ -352,7 +371,7 @@ impl Ratelimit {
     /// What `identifier` could take now, and when its limit is next restored; backend failures are
     /// errors here.
     pub async fn get_remaining(&self, identifier: &str) -> Result<Remaining> {
-        let key = self.key(identifier);
+        let key = self.key(identifier)?;
         let now_micros = self.clock.now_micros();
         if let Some(counts) = &self.local_counts {
             let window = counts.window(now_micros);
@@ -374,7 +393,7 @@ impl Ratelimit {
 
     /// Forgets everything used by `identifier`, in the backend and in the local caches.
     pub async fn reset_used_tokens(&self, identifier: &str) -> Result<()> {
-        let key = self.key(identifier);
+        let key = self.key(identifier)?;
         if let Some(cache) = &self.cache {
             cache.remove(&key);
         }
@@ -488,13 +507,22 @@ impl Ratelimit {
         }
     }
 
-    /// `<prefix>:<identifier>`; an empty identifier is a key too (`<prefix>:`), as the peer makes it.
-    fn key(&self, identifier: &str) -> String {
-        let mut key = String::with_capacity(self.prefix.len() + 1 + identifier.len());
-        key.push_str(&self.prefix);
-        key.push(':');
-        key.push_str(identifier);
-        key
+    /// The base key of `identifier` in the key layout: `<prefix>:<identifier>` (an empty identifier is
+    /// a key too, `<prefix>:`, as the peer makes it) or `<prefix>:{<identifier>}`. With the cluster
+    /// layout, a key shared by every identifier enabled after the layout is refused here.
+    fn key(&self, identifier: &str) -> Result<String> {
+        if self.key_layout == KeyLayout::Cluster {
+            self.check_shared_keys()?;
+        }
+        self.key_layout.key(&self.prefix, identifier)
+    }
+
+    /// Whether the key layout can have the keys shared by every identifier that are enabled.
+    fn check_shared_keys(&self) -> Result<()> {
+        let layout = self.key_layout;
+        layout.allow(SharedKey::DynamicLimit, self.limit_key.is_some())?;
+        layout.allow(SharedKey::DenyList, self.guards.protects())?;
+        layout.allow(SharedKey::Analytics, self.records_events())
     }
 
     /// `rate` checked once, as the cost every step after takes: at most 2^53 - 1 in size, and what
@@ -793,6 +821,22 @@ mod tests {
     }
 
     #[test]
+    fn a_cross_slot_refusal_is_an_error_whatever_the_fail_mode() {
+        let clock = ManualClock::from_millis(START_MS);
+        let cross_slot = Error::CrossSlot {
+            message: "CROSSSLOT Keys in request don't hash to the same slot".into(),
+        };
+        for mode in [FailMode::Open, FailMode::Closed] {
+            let (backend, _) = probe(&clock, Some(cross_slot.clone()));
+            let limiter = Ratelimit::new(backend, fixed(2, 60)).with_fail_mode(mode);
+            let error = pollster::block_on(limiter.limit("u", 1.0)).unwrap_err();
+            assert_eq!(error, cross_slot);
+            assert!(error.to_string().contains("KeyLayout::Cluster"), "{error}");
+            assert!(error.to_string().contains(r#"keys: "cluster""#), "{error}");
+        }
+    }
+
+    #[test]
     fn bad_input_is_an_error_not_the_fail_mode() {
         let clock = ManualClock::from_millis(START_MS);
         let (backend, calls) = probe(&clock, None);
@@ -864,6 +908,61 @@ mod tests {
             let huge = limiter.set_dynamic_limit(Some(1 << 53)).await.unwrap_err();
             assert!(matches!(huge, Error::InvalidParameter { .. }), "{huge}");
         });
+    }
+
+    #[test]
+    fn the_cluster_layout_keeps_an_identifier_under_a_hash_tag() {
+        let clock = ManualClock::from_millis(START_MS);
+        let shared = Arc::new(memory(&clock));
+        let cluster = Ratelimit::new(Arc::clone(&shared), fixed(2, 60))
+            .with_prefix("p")
+            .with_key_layout(KeyLayout::Cluster)
+            .unwrap()
+            .with_clock(clock.clone());
+        let upstash = Ratelimit::new(Arc::clone(&shared), fixed(2, 60)).with_prefix("p");
+        pollster::block_on(async {
+            assert!(cluster.limit("u", 2.0).await.unwrap().success);
+            let stored = shared
+                .decide("p:{u}", Cost::PEEK, cluster.algorithm(), None)
+                .await
+                .unwrap();
+            assert_eq!(stored.decision.remaining, 0.0);
+            assert_eq!(upstash.get_remaining("u").await.unwrap().remaining, 2.0);
+            assert!(!cluster.limit("u", 1.0).await.unwrap().success);
+            assert_eq!(cluster.cached_blocks(), 1);
+            cluster.reset_used_tokens("u").await.unwrap();
+            assert_eq!(cluster.cached_blocks(), 0);
+            assert_eq!(cluster.get_remaining("u").await.unwrap().remaining, 2.0);
+            let empty = cluster.limit("", 1.0).await.unwrap_err();
+            assert!(matches!(empty, Error::InvalidParameter { .. }), "{empty}");
+        });
+    }
+
+    #[test]
+    fn the_cluster_layout_refuses_keys_shared_by_every_identifier_in_either_order() {
+        let clock = ManualClock::from_millis(START_MS);
+        let cluster = |limit: Ratelimit| limit.with_key_layout(KeyLayout::Cluster);
+        let refused = |result: Result<Ratelimit>| match result {
+            Err(Error::Unsupported { what }) => what,
+            Err(other) => panic!("not unsupported: {other}"),
+            Ok(_) => panic!("accepted"),
+        };
+        let limit = || Ratelimit::new(memory(&clock), fixed(2, 60));
+        let dynamic = refused(cluster(limit().with_dynamic_limits(true)));
+        assert!(dynamic.contains("dynamic limit"), "{dynamic}");
+        let analytics = refused(cluster(limit().with_analytics(true)));
+        assert!(analytics.contains("analytics"), "{analytics}");
+        let protected = refused(cluster(limit().with_protection(true).unwrap()));
+        assert!(protected.contains("deny list"), "{protected}");
+        let protected_after = refused(cluster(limit()).unwrap().with_protection(true));
+        assert!(protected_after.contains("deny list"), "{protected_after}");
+        for late in [
+            cluster(limit()).unwrap().with_dynamic_limits(true),
+            cluster(limit()).unwrap().with_analytics(true),
+        ] {
+            let error = pollster::block_on(late.limit("u", 1.0)).unwrap_err();
+            assert!(matches!(error, Error::Unsupported { .. }), "{error}");
+        }
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! clock, for building one in a single step.
 
 use super::{EphemeralCache, FailMode, DEFAULT_CACHE_SIZE, DEFAULT_PREFIX};
+use crate::key_layout::KeyLayout;
 use std::sync::Arc;
 
 /// How [`Ratelimit::from_settings`](super::Ratelimit::from_settings) sets a limit up; the default is
@@ -9,6 +10,8 @@ use std::sync::Arc;
 pub(crate) struct Settings {
     /// Keys are `<prefix>:<identifier>`.
     pub prefix: String,
+    /// How the identifier goes into its keys.
+    pub key_layout: KeyLayout,
     /// The ephemeral cache of blocked identifiers, if any.
     pub cache: Option<Arc<EphemeralCache>>,
     /// Local counts of up to this many identifiers (`cachedFixedWindow`), if any; a fixed window has
@@ -21,11 +24,12 @@ pub(crate) struct Settings {
 }
 
 impl Default for Settings {
-    /// The default prefix, an ephemeral cache of [`DEFAULT_CACHE_SIZE`] identifiers, no local counts,
+    /// The default prefix and key layout, an ephemeral cache of [`DEFAULT_CACHE_SIZE`] identifiers, no local counts,
     /// no dynamic limits, failing open.
     fn default() -> Self {
         Self {
             prefix: DEFAULT_PREFIX.to_owned(),
+            key_layout: KeyLayout::Upstash,
             cache: Some(Arc::new(EphemeralCache::new(DEFAULT_CACHE_SIZE))),
             local_counts: None,
             dynamic_limits: false,

@@ -228,7 +228,8 @@ fn decode_pipeline(reply: HttpReply, count: usize) -> Result<Vec<Result<Reply>>>
 }
 
 /// A pipeline item's outcome, from `{"result": <reply>}` or `{"error": <text>}` (other keys ignored,
-/// the last of a repeated key taken): Redis's error if it has one, else its result.
+/// the last of a repeated key taken): Redis's error if it has one ([`Error::CrossSlot`] for a
+/// `CROSSSLOT`), else its result.
 fn decode_item(item: Reply) -> Result<Reply> {
     let Reply::Object(fields) = item else {
         return Err(malformed("a pipeline item is not an object"));
@@ -242,6 +243,9 @@ fn decode_item(item: Reply) -> Result<Reply> {
         }
     }
     match error {
+        Some(Reply::Text(message)) if message.starts_with("CROSSSLOT") => {
+            Err(Error::CrossSlot { message })
+        }
         Some(Reply::Text(message)) => Err(Error::Redis { message }),
         // Not a string: its JSON text.
         Some(error) => Err(Error::Redis {
@@ -329,14 +333,15 @@ mod tests {
     #[test]
     fn each_item_is_its_commands_result_or_error() {
         let body = r#"[{"result":null},{"result":[1,"x"],"other":2},{"error":"NOSCRIPT No matching script"},
-            {"error":{"code":1}},{"error":null},{"other":1},5,{"result":1,"result":2}]"#;
+            {"error":{"code":1}},{"error":null},{"other":1},5,{"result":1,"result":2},
+            {"error":"CROSSSLOT Keys in request don't hash to the same slot"}]"#;
         let redis = |message: &str| {
             Err(Error::Redis {
                 message: message.to_owned(),
             })
         };
         assert_eq!(
-            decode_pipeline(ok(body), 8).unwrap(),
+            decode_pipeline(ok(body), 9).unwrap(),
             [
                 Ok(Reply::Nil),
                 Ok(Reply::Array(vec![
@@ -349,6 +354,9 @@ mod tests {
                 Err(malformed("a pipeline item has neither result nor error")),
                 Err(malformed("a pipeline item is not an object")),
                 Ok(Reply::Integer(2)),
+                Err(Error::CrossSlot {
+                    message: "CROSSSLOT Keys in request don't hash to the same slot".to_owned()
+                }),
             ]
         );
         assert_eq!(

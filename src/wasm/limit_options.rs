@@ -1,5 +1,5 @@
 //! What every limit class (`Ratelimit`, `MultiRegionRatelimit`) reads the same way: the options they
-//! share (`prefix`, `ephemeralCache`, `timeout`, `failMode`, `dynamicLimits`), the arguments of their
+//! share (`prefix`, `keys`, `ephemeralCache`, `timeout`, `failMode`, `dynamicLimits`), the arguments of their
 //! methods, and their answer objects.
 
 use super::errors::{range_error, to_js_error, type_error};
@@ -7,6 +7,7 @@ use super::options::{self, get, JsResult};
 use super::promise::promise;
 use super::shared_cache::shared_cache;
 use super::sys;
+use crate::key_layout::{KeyLayout, SharedKey};
 use crate::ratelimit::{
     EphemeralCache, FailMode, Pending, Response, DEFAULT_CACHE_SIZE, DEFAULT_PREFIX,
 };
@@ -29,6 +30,37 @@ pub fn prefix(context: &str, config: &JsValue) -> JsResult<String> {
         return Ok(DEFAULT_PREFIX.to_owned());
     }
     options::string(context, "prefix", &prefix, true)
+}
+
+/// `keys`: `"upstash"` (the default, the keys of `@upstash/ratelimit`) or `"cluster"`.
+pub fn key_layout(context: &str, config: &JsValue) -> JsResult<KeyLayout> {
+    options::one_of(
+        context,
+        "keys",
+        &get(config, "keys")?,
+        KeyLayout::Upstash,
+        &[
+            ("upstash", KeyLayout::Upstash),
+            ("cluster", KeyLayout::Cluster),
+        ],
+        "must be \"upstash\" or \"cluster\"",
+    )
+}
+
+/// With `keys: "cluster"`, a `TypeError` for the first option of `enabled` that is on (its name, the
+/// key it shares among identifiers, whether it is on): no identifier's hash slot holds that key.
+pub fn check_shared_keys(
+    context: &str,
+    layout: KeyLayout,
+    enabled: &[(&str, SharedKey, bool)],
+) -> JsResult<()> {
+    for &(name, shared, on) in enabled {
+        if layout.allow(shared, on).is_err() {
+            let rule = ["cannot go with `", name, "` yet: ", shared.reason()].concat();
+            return Err(type_error(context, "keys", &rule, &"cluster".into()));
+        }
+    }
+    Ok(())
 }
 
 /// What `ephemeralCache` asks for.

@@ -8,6 +8,7 @@ use super::limiter::{self, Kind};
 use super::options::{self, get, JsResult};
 use super::redis::RedisConfig;
 use super::sleep::sleep;
+use crate::key_layout::SharedKey;
 use crate::multi_region::MultiRegionRatelimit;
 use crate::ratelimit::{Pending, Remaining, Response};
 use crate::transport::FetchTransport;
@@ -20,10 +21,11 @@ use wasm_bindgen::prelude::*;
 /// The options of `new MultiRegionRatelimit`: those of `Ratelimit` that apply across regions, and
 /// `analytics`, which `@upstash/ratelimit`'s class takes (only `false` here: analytics are recorded by
 /// `Ratelimit`).
-const MULTI_REGION_OPTIONS: [&str; 10] = [
+const MULTI_REGION_OPTIONS: [&str; 11] = [
     "redis",
     "limiter",
     "prefix",
+    "keys",
     "ephemeralCache",
     "timeout",
     "failMode",
@@ -34,7 +36,7 @@ const MULTI_REGION_OPTIONS: [&str; 10] = [
 ];
 
 /// A limit replicated over several regions: `new MultiRegionRatelimit({ redis: [Redis, ...], limiter,
-/// prefix?, ephemeralCache?, timeout?, failMode?, dynamicLimits? })`.
+/// prefix?, keys?, ephemeralCache?, timeout?, failMode?, dynamicLimits? })`.
 #[wasm_bindgen(js_name = MultiRegionRatelimit)]
 pub struct JsMultiRegionRatelimit {
     inner: Rc<MultiRegionRatelimit<FetchTransport>>,
@@ -73,6 +75,9 @@ impl JsMultiRegionRatelimit {
         let timeout = shared::timeout(CONTEXT, &config)?;
         let fail_mode = shared::fail_mode(CONTEXT, &config)?;
         let dynamic_limits = shared::flag(CONTEXT, &config, "dynamicLimits")?;
+        let key_layout = shared::key_layout(CONTEXT, &config)?;
+        let dynamic = ("dynamicLimits", SharedKey::DynamicLimit, dynamic_limits);
+        shared::check_shared_keys(CONTEXT, key_layout, &[dynamic])?;
 
         let redis = get(&config, "redis")?;
         if !Array::is_array(&redis) || Array::from(&redis).length() == 0 {
@@ -107,7 +112,9 @@ impl JsMultiRegionRatelimit {
             .with_prefix(prefix)
             .with_ephemeral_cache(None)
             .with_dynamic_limits(dynamic_limits)
-            .with_fail_mode(fail_mode);
+            .with_fail_mode(fail_mode)
+            .with_key_layout(key_layout)
+            .map_err(|error| to_js_error(CONTEXT, &error))?;
         if let Some(cache) = cache {
             limit = limit.with_shared_ephemeral_cache(cache);
         }

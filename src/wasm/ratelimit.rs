@@ -10,6 +10,7 @@ use super::redis::RedisConfig;
 use super::sleep::sleep;
 use super::sys;
 use crate::backend::{Backend, MemoryBackend};
+use crate::key_layout::SharedKey;
 use crate::ratelimit::{Pending, Ratelimit, Remaining, Response, Settings, DEFAULT_CACHE_SIZE};
 use crate::redis::RedisBackend;
 use crate::transport::FetchTransport;
@@ -23,10 +24,11 @@ use wasm_bindgen::prelude::*;
 /// The options of `new Ratelimit`: its own, and those of `@upstash/ratelimit` it shares.
 /// `cacheScripts` has no effect in `@upstash/ratelimit` 2.x either (scripts always run by hash), and
 /// `enableTelemetry` none here (edgelimit sends no telemetry), so both values of each are honoured.
-const RATELIMIT_OPTIONS: [&str; 12] = [
+const RATELIMIT_OPTIONS: [&str; 13] = [
     "redis",
     "limiter",
     "prefix",
+    "keys",
     "ephemeralCache",
     "timeout",
     "failMode",
@@ -38,7 +40,7 @@ const RATELIMIT_OPTIONS: [&str; 12] = [
     "enableTelemetry",
 ];
 
-/// A rate limit: `new Ratelimit({ redis?, limiter, prefix?, ephemeralCache?, timeout?, failMode?,
+/// A rate limit: `new Ratelimit({ redis?, limiter, prefix?, keys?, ephemeralCache?, timeout?, failMode?,
 /// dynamicLimits?, enableProtection?, analytics?, denyListThreshold? })`.
 #[wasm_bindgen(js_name = Ratelimit)]
 pub struct JsRatelimit {
@@ -60,6 +62,7 @@ impl JsRatelimit {
         }
         let (algorithm, cached) = limiter::read(CONTEXT, &limiter)?;
         let prefix = shared::prefix(CONTEXT, &config)?;
+        let key_layout = shared::key_layout(CONTEXT, &config)?;
         let cache = shared::ephemeral_cache(CONTEXT, &config)?;
         if cached && matches!(cache, CacheOption::Off) {
             return Err(type_error(
@@ -90,6 +93,9 @@ impl JsRatelimit {
             redis_backend(transport)
         };
         let guards = protection::Guards::read(CONTEXT, &config, &redis, cached)?;
+        let [protection, analytics] = guards.shared_keys();
+        let dynamic = ("dynamicLimits", SharedKey::DynamicLimit, dynamic_limits);
+        shared::check_shared_keys(CONTEXT, key_layout, &[dynamic, protection, analytics])?;
         // A cached fixed window counts in the cache's stead, as many identifiers as it would hold.
         let local_counts = match cache {
             CacheOption::Size(max) if cached => Some(max),
@@ -97,6 +103,7 @@ impl JsRatelimit {
         };
         let settings = Settings {
             prefix,
+            key_layout,
             cache: cache.build(),
             local_counts,
             dynamic_limits,

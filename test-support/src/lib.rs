@@ -524,6 +524,16 @@ impl Cluster {
             .collect()
     }
 
+    /// How many keys the node on `port` holds (`DBSIZE`, as the `default` user).
+    pub fn dbsize(&self, port: u16) -> u64 {
+        let reply = command(port, &["DBSIZE"]);
+        reply
+            .trim()
+            .strip_prefix(':')
+            .and_then(|count| count.parse().ok())
+            .unwrap_or_else(|| panic!("DBSIZE on {port} answered {reply:?}"))
+    }
+
     /// `redis://gateway:…@127.0.0.1:<port>,…` for every node: the seeds of `--redis-cluster`, as
     /// [`GATEWAY_USER`].
     pub fn urls(&self) -> String {

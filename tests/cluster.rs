@@ -1,0 +1,211 @@
+//! `Ratelimit` and `MultiRegionRatelimit` on a Redis Cluster (three masters, three replicas of real
+//! redis-server) behind the gateway's `--redis-cluster`: the cluster key layout admits exactly the
+//! limit under concurrency and spreads identifiers over every master; the default layout is refused
+//! by the cluster with an error naming the option, in either fail mode; the layout refuses the keys
+//! shared by every identifier.
+//!
+//! One cluster serves every test of the file, in one test function: a cluster of six is the slow
+//! part (two cores keep up with one at a time, see `gateway/tests/cluster.rs`).
+
+#![cfg(not(target_arch = "wasm32"))]
+
+mod support;
+
+use edgelimit::algorithm::Algorithm;
+use edgelimit::multi_region::MultiRegionRatelimit;
+use edgelimit::ratelimit::{FailMode, Ratelimit, Response};
+use edgelimit::transport::HttpTransport;
+use edgelimit::{Error, KeyLayout, RedisBackend};
+use futures::future::join_all;
+use std::time::Duration;
+use support::hour_limits;
+use test_support::{Cluster, Gateway, TOKEN};
+
+/// The second token of the gateway, reaching the same cluster (a second "region").
+const OTHER_TOKEN: &str = "0th3r";
+
+/// How many callers ask at once.
+const CALLERS: usize = 64;
+
+/// The limit of every test.
+const LIMIT: u64 = 10;
+
+/// A transport to `gateway` with `token`.
+fn transport(gateway: &Gateway, token: &str) -> HttpTransport {
+    HttpTransport::new(&gateway.url(), token)
+        .unwrap()
+        .with_timeout(Some(Duration::from_secs(10)))
+}
+
+/// A limit of `rule` under `prefix` through `gateway`, without an ephemeral cache (every call reaches
+/// Redis), in `layout`, on Redis's clock (so that concurrent calls are decided in the order of their
+/// times, and GCRA admits its whole burst).
+fn limit(gateway: &Gateway, rule: Algorithm, prefix: &str, layout: KeyLayout) -> Ratelimit {
+    Ratelimit::new(
+        RedisBackend::new(transport(gateway, TOKEN)).with_redis_time(true),
+        rule,
+    )
+    .with_prefix(prefix)
+    .with_ephemeral_cache(None)
+    .with_key_layout(layout)
+    .unwrap()
+}
+
+/// Whether `response` admitted, checking that Redis decided it (not the fail mode).
+fn decided(response: Response) -> edgelimit::Result<bool> {
+    assert_eq!(response.reason, None, "{response:?}");
+    Ok(response.success)
+}
+
+/// How many of [`CALLERS`] concurrent `call`s were admitted.
+async fn admitted<F: std::future::Future<Output = edgelimit::Result<bool>>>(
+    call: impl Fn() -> F,
+) -> usize {
+    let answers = join_all((0..CALLERS).map(|_| call())).await;
+    answers
+        .into_iter()
+        .map(|answer| answer.expect("no error with the cluster layout"))
+        .filter(|&success| success)
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_redis_cluster() {
+    let cluster = Cluster::start(5_000);
+    let tokens =
+        std::env::temp_dir().join(format!("edgelimit-cluster-tokens-{}", std::process::id()));
+    std::fs::write(
+        &tokens,
+        format!(
+            "{TOKEN} cluster:{urls} rw\n{OTHER_TOKEN} cluster:{urls} rw\n",
+            urls = cluster.urls()
+        ),
+    )
+    .unwrap();
+    let gateway = Gateway::start_with(&["--tokens", tokens.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&tokens);
+
+    every_algorithm_admits_exactly_its_limit_over_every_master(&cluster, &gateway).await;
+    the_default_layout_is_refused_naming_the_option(&gateway).await;
+    the_multi_region_mode_keeps_its_keys_in_one_slot(&gateway).await;
+}
+
+/// 64 callers per identifier, 8 identifiers, each algorithm: exactly the limit each, keys on every
+/// master, and a reset that empties an identifier's keys.
+async fn every_algorithm_admits_exactly_its_limit_over_every_master(
+    cluster: &Cluster,
+    gateway: &Gateway,
+) {
+    let identifiers: Vec<String> = (0..8).map(|i| format!("user:{i}")).collect();
+    for rule in hour_limits(LIMIT) {
+        let prefix = format!("cl-{}", rule.name());
+        let limit = limit(gateway, rule, &prefix, KeyLayout::Cluster);
+        // One peek per identifier, one after the other, loads the script on each master: the first
+        // calls' EVALs, coalesced, would otherwise carry every caller's copy of the script in one
+        // request, past the gateway's 1 MiB body limit (the fail mode would answer them).
+        for identifier in &identifiers {
+            decided(limit.limit(identifier, 0.0).await.unwrap()).unwrap();
+        }
+        let counts =
+            join_all(identifiers.iter().map(|identifier| {
+                admitted(|| async { decided(limit.limit(identifier, 1.0).await?) })
+            }))
+            .await;
+        assert_eq!(counts, vec![LIMIT as usize; identifiers.len()], "{rule:?}");
+        for identifier in &identifiers {
+            let remaining = limit.get_remaining(identifier).await.unwrap();
+            assert_eq!(remaining.remaining, 0.0, "{rule:?} {identifier}");
+        }
+        limit.reset_used_tokens(&identifiers[0]).await.unwrap();
+        let remaining = limit.get_remaining(&identifiers[0]).await.unwrap();
+        assert_eq!(remaining.remaining, LIMIT as f64, "{rule:?} after a reset");
+    }
+    let masters = cluster.masters();
+    let sizes: Vec<u64> = masters.iter().map(|&port| cluster.dbsize(port)).collect();
+    assert_eq!(sizes.len(), 3);
+    assert!(
+        sizes.iter().all(|&keys| keys > 0),
+        "keys per master: {sizes:?}"
+    );
+}
+
+/// The sliding window's two keys, in the default layout, are in two slots.
+async fn the_default_layout_is_refused_naming_the_option(gateway: &Gateway) {
+    let sliding = hour_limits(LIMIT)[1];
+    for mode in [FailMode::Open, FailMode::Closed] {
+        let limit = limit(gateway, sliding, "cl-default", KeyLayout::Upstash).with_fail_mode(mode);
+        let error = limit.limit("user:1", 1.0).await.unwrap_err();
+        assert!(matches!(error, Error::CrossSlot { .. }), "{error}");
+        let message = error.to_string();
+        assert!(message.contains("CROSSSLOT"), "{message}");
+        assert!(message.contains("KeyLayout::Cluster"), "{message}");
+        assert!(message.contains(r#"keys: "cluster""#), "{message}");
+    }
+}
+
+/// `MultiRegionRatelimit`'s decisions, merges and resets on the cluster, in one and two regions.
+async fn the_multi_region_mode_keeps_its_keys_in_one_slot(gateway: &Gateway) {
+    for rule in hour_limits(LIMIT) {
+        let regions = |tokens: &[&str]| {
+            let transports = tokens
+                .iter()
+                .map(|token| transport(gateway, token))
+                .collect();
+            MultiRegionRatelimit::new(transports, rule)
+                .unwrap()
+                .with_prefix(format!("cl-mr-{}", rule.name()))
+                .with_ephemeral_cache(None)
+                .with_key_layout(KeyLayout::Cluster)
+                .unwrap()
+        };
+        // One region: exactly the limit.
+        let one = regions(&[TOKEN]);
+        decided(one.limit("solo", 0.0).await.unwrap()).unwrap();
+        let count = admitted(|| async { decided(one.limit("solo", 1.0).await?) }).await;
+        assert_eq!(count, LIMIT as usize, "one region, {rule:?}");
+        // Two regions on the same cluster decide on the same hashes, and merge into them: every call
+        // decided without error, never more than the limit admitted (which region answers first
+        // decides how many: a request one region denied and the other admitted is counted unanswered).
+        let two = regions(&[TOKEN, OTHER_TOKEN]);
+        let count = admitted(|| async { decided(two.limit("pair", 1.0).await?) }).await;
+        assert!(count <= LIMIT as usize, "two regions, {rule:?}: {count}");
+        two.reset_used_tokens("pair").await.unwrap();
+        assert_eq!(
+            two.get_remaining("pair").await.unwrap().remaining,
+            LIMIT as f64,
+            "{rule:?} after a reset"
+        );
+    }
+}
+
+#[test]
+fn the_cluster_layout_refuses_keys_shared_by_every_identifier() {
+    let backend = || RedisBackend::new(HttpTransport::new("http://127.0.0.1:9", TOKEN).unwrap());
+    let rule = hour_limits(LIMIT)[0];
+    let refused = |limit: edgelimit::Result<Ratelimit>| match limit {
+        Err(Error::Unsupported { what }) => what,
+        Err(other) => panic!("not unsupported: {other}"),
+        Ok(_) => panic!("accepted"),
+    };
+    let cluster = |limit: Ratelimit| limit.with_key_layout(KeyLayout::Cluster);
+    let dynamic = refused(cluster(
+        Ratelimit::new(backend(), rule).with_dynamic_limits(true),
+    ));
+    assert!(dynamic.contains("KeyLayout::Cluster") && dynamic.contains("dynamic limit"));
+    let protected = refused(
+        cluster(Ratelimit::new(backend(), rule)).and_then(|limit| limit.with_protection(true)),
+    );
+    assert!(protected.contains("deny list"), "{protected}");
+    let analytics = refused(cluster(
+        Ratelimit::new(backend(), rule).with_analytics(true),
+    ));
+    assert!(analytics.contains("analytics"), "{analytics}");
+    let multi = MultiRegionRatelimit::new(
+        vec![HttpTransport::new("http://127.0.0.1:9", TOKEN).unwrap()],
+        rule,
+    )
+    .unwrap()
+    .with_dynamic_limits(true)
+    .with_key_layout(KeyLayout::Cluster);
+    assert!(matches!(multi, Err(Error::Unsupported { .. })));
+}
