@@ -280,6 +280,37 @@ async fn one_decision_is_one_request_and_survives_script_flush() {
 }
 
 #[tokio::test]
+async fn a_burst_that_meets_noscript_sends_the_script_once() {
+    let servers = Servers::start();
+    let (transport, traffic) = Counting::new(servers.gateway.transport());
+    let redis = RedisBackend::new(transport);
+    for (index, rule) in hour_limits(600).into_iter().enumerate() {
+        command(&servers, &["SCRIPT", "FLUSH"]).await.unwrap();
+        traffic.take();
+        let key = format!("burst:{index}");
+        // 600 EVALs would be over a megabyte, past the gateway's body limit.
+        let burst = (0..600).map(|_| redis.acquire(&key, 1.0, rule));
+        let decisions = futures::future::join_all(burst).await;
+        let (requests, sent, _) = traffic.take();
+        let admitted = decisions
+            .into_iter()
+            .map(|decision| decision.unwrap())
+            .filter(|decision| decision.allowed)
+            .count();
+        assert_eq!(admitted, 600, "{}", rule.name());
+        assert_eq!(
+            requests,
+            2,
+            "{}: EVALSHAs, then one EVAL and EVALSHAs",
+            rule.name()
+        );
+        // Twice 600 EVALSHAs of under 200 bytes, and the script once.
+        assert!(sent < 300_000, "{}: {sent} bytes sent", rule.name());
+        assert!(!redis.acquire(&key, 1.0, rule).await.unwrap().allowed);
+    }
+}
+
+#[tokio::test]
 async fn keys_values_and_ttls_are_those_of_upstash_ratelimit() {
     let servers = Servers::start();
     let clock = ManualClock::from_millis(EPOCH_MS + 1_500);

@@ -93,7 +93,7 @@ pub async fn decide<T: Transport>(
     field: &str,
     cost: Cost,
     limit_key: Option<&str>,
-    elapsed: impl FnOnce() -> Duration,
+    elapsed: impl Fn() -> Duration,
 ) -> Result<Decided> {
     let mut keys = plan.keys.clone();
     if let Some(limit_key) = limit_key {

@@ -78,7 +78,7 @@ impl<T: Transport> RedisBackend<T> {
 
     /// How long since `start` (µs since the epoch, of this backend's clock), for a retry to fit in
     /// what the call's timeout leaves (see [`Script::run`]).
-    pub(super) fn elapsed_since(&self, start: u64) -> impl FnOnce() -> Duration + '_ {
+    pub(super) fn elapsed_since(&self, start: u64) -> impl Fn() -> Duration + '_ {
         move || Duration::from_micros(self.clock.now_micros().saturating_sub(start))
     }
 

@@ -26,6 +26,22 @@ pub struct RestClient<T> {
     transport: Arc<T>,
     coalesce: bool,
     queue: Mutex<Vec<Queued>>,
+    /// The scripts a caller is loading into this server (see [`RestClient::load`]), by SHA-1.
+    loading: Mutex<Vec<&'static str>>,
+}
+
+/// The right to load a script into a server, held by one caller at a time (see
+/// [`RestClient::load`]); given back when dropped, even by a caller cancelled midway.
+pub(crate) struct Loading<'a> {
+    loading: &'a Mutex<Vec<&'static str>>,
+    sha1: &'static str,
+}
+
+impl Drop for Loading<'_> {
+    fn drop(&mut self) {
+        let mut loading = self.loading.lock().unwrap_or_else(PoisonError::into_inner);
+        loading.retain(|sha1| *sha1 != self.sha1);
+    }
 }
 
 /// A command waiting for its batch: its JSON array of strings, and where its batch is handed.
@@ -50,6 +66,7 @@ impl<T: Transport> RestClient<T> {
             transport: Arc::new(transport),
             coalesce: true,
             queue: Mutex::new(Vec::new()),
+            loading: Mutex::new(Vec::new()),
         }
     }
 
@@ -75,6 +92,22 @@ impl<T: Transport> RestClient<T> {
     /// the least time any of its commands has left.
     pub async fn command_within(&self, command: &[&str], within: Duration) -> Result<Reply> {
         self.run(json_array(command), Some(within)).await
+    }
+
+    /// The right to load the script `sha1` into this server (with EVAL, after NOSCRIPT), unless
+    /// another caller holds it: then that caller's EVAL is on its way, queued first when both
+    /// retry in the same tick, and EVALSHA after it needs no script text. A burst of callers that
+    /// all met NOSCRIPT thus sends the script once, not once each.
+    pub(crate) fn load(&self, sha1: &'static str) -> Option<Loading<'_>> {
+        let mut loading = self.loading.lock().unwrap_or_else(PoisonError::into_inner);
+        if loading.contains(&sha1) {
+            return None;
+        }
+        loading.push(sha1);
+        Some(Loading {
+            loading: &self.loading,
+            sha1,
+        })
     }
 
     /// Runs `command` (a JSON array), alone or coalesced with the commands queued in this tick.

@@ -62,15 +62,17 @@ impl Script {
         self.sha1
     }
 
-    /// Runs the script with `keys` and `args`: EVALSHA, then EVAL once if Redis answers NOSCRIPT
-    /// (which also caches the script for the next call). The transport's timeout bounds both together:
-    /// `elapsed` says how long the EVALSHA took, and the EVAL gets what is left.
+    /// Runs the script with `keys` and `args`: EVALSHA, then, if Redis answers NOSCRIPT, EVAL (which
+    /// also caches the script for the next calls) — by one caller at a time per server: the others
+    /// send EVALSHA again after its EVAL, and EVAL only if that meets NOSCRIPT too (the loading
+    /// EVAL was sent apart, or failed). The transport's timeout bounds them all together: `elapsed`
+    /// says how long the call has taken, and each retry gets what is left.
     pub async fn run<T: Transport>(
         &self,
         client: &RestClient<T>,
         keys: &[String],
         args: &[String],
-        elapsed: impl FnOnce() -> Duration,
+        elapsed: impl Fn() -> Duration,
     ) -> Result<Reply> {
         let count = keys.len().to_string();
         let command = |verb, script| {
@@ -78,17 +80,39 @@ impl Script {
             command.extend(keys.iter().chain(args).map(String::as_str));
             command
         };
-        match client.command(&command("EVALSHA", self.sha1)).await {
-            Err(Error::Redis { message }) if message.starts_with("NOSCRIPT") => {}
-            reply => return reply,
+        let evalsha = command("EVALSHA", self.sha1);
+        let reply = client.command(&evalsha).await;
+        if !no_script(&reply) {
+            return reply;
         }
         let eval = command("EVAL", self.source());
-        match client.transport().timeout() {
-            None => client.command(&eval).await,
-            Some(after) => {
-                let left = after.saturating_sub(elapsed());
-                client.command_within(&eval, left).await
-            }
+        if let Some(_loading) = client.load(self.sha1) {
+            return retry(client, &eval, &elapsed).await;
+        }
+        let reply = retry(client, &evalsha, &elapsed).await;
+        if !no_script(&reply) {
+            return reply;
+        }
+        retry(client, &eval, &elapsed).await
+    }
+}
+
+/// Whether Redis answered NOSCRIPT: it does not have the script (yet).
+fn no_script(reply: &Result<Reply>) -> bool {
+    matches!(reply, Err(Error::Redis { message }) if message.starts_with("NOSCRIPT"))
+}
+
+/// Sends `command` again, within what the transport's timeout leaves after `elapsed`.
+async fn retry<T: Transport>(
+    client: &RestClient<T>,
+    command: &[&str],
+    elapsed: &impl Fn() -> Duration,
+) -> Result<Reply> {
+    match client.transport().timeout() {
+        None => client.command(command).await,
+        Some(after) => {
+            let left = after.saturating_sub(elapsed());
+            client.command_within(command, left).await
         }
     }
 }
