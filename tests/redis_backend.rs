@@ -311,6 +311,30 @@ async fn a_burst_that_meets_noscript_sends_the_script_once() {
 }
 
 #[tokio::test]
+async fn a_burst_larger_than_a_request_body_may_be_is_split_and_decided_exactly() {
+    let servers = Servers::start();
+    let (transport, traffic) = Counting::new(servers.gateway.transport());
+    let redis = RedisBackend::new(transport);
+    let rule: Algorithm = SlidingWindow::new(7_000, Duration::from_secs(3600))
+        .unwrap()
+        .into();
+    redis.acquire("split", 0.0, rule).await.unwrap();
+    traffic.take();
+    // 8,000 EVALSHAs of about 150 bytes: past the gateway's 1 MiB body limit in one request.
+    let burst = (0..8_000).map(|_| redis.acquire("split", 1.0, rule));
+    let decisions = futures::future::join_all(burst).await;
+    let (requests, sent, _) = traffic.take();
+    assert!(sent > 1024 * 1024, "{sent} bytes sent");
+    assert!(requests >= 5, "{requests} requests for {sent} bytes");
+    let admitted = decisions
+        .into_iter()
+        .map(|decision| decision.unwrap())
+        .filter(|decision| decision.allowed)
+        .count();
+    assert_eq!(admitted, 7_000);
+}
+
+#[tokio::test]
 async fn keys_values_and_ttls_are_those_of_upstash_ratelimit() {
     let servers = Servers::start();
     let clock = ManualClock::from_millis(EPOCH_MS + 1_500);

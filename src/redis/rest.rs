@@ -44,6 +44,11 @@ impl Drop for Loading<'_> {
     }
 }
 
+/// The most bytes of commands one coalesced `/pipeline` request carries; the commands of a larger
+/// burst go in several requests. Upstash and the gateway refuse bodies over 1 MiB by default, and
+/// a refused request would answer every command in it with the fail mode.
+const MAX_BATCH_BYTES: usize = 256 * 1024;
+
 /// A command waiting for its batch: its JSON array of strings, and where its batch is handed.
 struct Queued {
     command: String,
@@ -132,8 +137,20 @@ impl<T: Transport> RestClient<T> {
                 return self.alone(command, alone.within).await;
             }
         }
-        if !queued.is_empty() {
-            self.send(queued);
+        let mut queued = queued.into_iter().peekable();
+        while queued.peek().is_some() {
+            // A request's body stays under MAX_BATCH_BYTES (a command alone may pass it).
+            let mut bytes = 0;
+            let batch: Vec<Queued> = std::iter::from_fn(|| {
+                let next = queued.peek()?;
+                if bytes > 0 && bytes + next.command.len() + 1 > MAX_BATCH_BYTES {
+                    return None;
+                }
+                bytes += next.command.len() + 1;
+                queued.next()
+            })
+            .collect();
+            self.send(batch);
         }
         // The batch is handed over in the same step that takes the queue, so it always arrives.
         let (batch, index) = batch.await.map_err(|oneshot::Canceled| Error::Network {
