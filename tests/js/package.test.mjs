@@ -186,7 +186,7 @@ for (const [label, fetch] of [["a slow fetch", slowFetch(2_000)], ["a fetch that
   }
 }
 
-test("after a SCRIPT FLUSH, concurrent calls retry with EVAL in one request, in their order", { skip: noGateway }, async () => {
+test("after a SCRIPT FLUSH, concurrent calls retry in one request, in their order, the script sent once", { skip: noGateway }, async () => {
   const flush = await fetch(`${URL_}/script/flush`, { headers: { Authorization: `Bearer ${TOKEN}` } });
   assert.equal(flush.status, 200);
   const sent = [];
@@ -202,7 +202,7 @@ test("after a SCRIPT FLUSH, concurrent calls retry with EVAL in one request, in 
   });
   const answers = await Promise.all(Array.from({ length: 8 }, () => ratelimit.limit("u")));
   assert.deepEqual(answers.map((answer) => answer.remaining), [9, 8, 7, 6, 5, 4, 3, 2]);
-  assert.deepEqual(sent, [Array(8).fill("EVALSHA"), Array(8).fill("EVAL")]);
+  assert.deepEqual(sent, [Array(8).fill("EVALSHA"), ["EVAL", ...Array(7).fill("EVALSHA")]]);
 });
 
 test("keepalive requests in flight never pass the 64 KiB of bodies browsers allow them", { skip: noGateway }, async () => {
