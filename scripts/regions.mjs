@@ -35,14 +35,12 @@ export async function until(what, check) {
 }
 
 /**
- * Starts `count` redis-servers and a gateway in front of them. Returns `{ url, tokens, stop(i),
- * restart(i), close() }`: the gateway's URL, the token of each region, and control of each server.
- * Whatever is still running when the process exits is killed then.
+ * Processes started together and ended together, with a folder of theirs: `start(command, args, stdio?)`
+ * spawns one, `close()` kills them all (SIGKILL), waits for their exits and removes the folder. Whatever
+ * is still running when this process exits is killed then.
  */
-export async function startRegions(count) {
-  const gatewayBin = process.env.EDGELIMIT_GATEWAY_BIN;
-  if (!gatewayBin) throw new Error("EDGELIMIT_GATEWAY_BIN is not set (run under scripts/with_gateway.sh)");
-  const dir = mkdtempSync(join(tmpdir(), "edgelimit-regions-"));
+export function processGroup(prefix) {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
   const children = new Set();
   const killAll = () => {
     for (const child of children) child.kill("SIGKILL");
@@ -54,6 +52,25 @@ export async function startRegions(count) {
     child.once("exit", () => children.delete(child));
     return child;
   };
+  const close = async () => {
+    process.removeListener("exit", killAll);
+    const exits = [...children].map((child) => new Promise((resolve) => child.once("exit", resolve)));
+    killAll();
+    await Promise.all(exits);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  return { dir, start, close };
+}
+
+/**
+ * Starts `count` redis-servers and a gateway in front of them. Returns `{ url, tokens, stop(i),
+ * restart(i), close() }`: the gateway's URL, the token of each region, and control of each server.
+ * Whatever is still running when the process exits is killed then.
+ */
+export async function startRegions(count) {
+  const gatewayBin = process.env.EDGELIMIT_GATEWAY_BIN;
+  if (!gatewayBin) throw new Error("EDGELIMIT_GATEWAY_BIN is not set (run under scripts/with_gateway.sh)");
+  const { dir, start, close } = processGroup("edgelimit-regions-");
   const ports = [];
   for (let i = 0; i < count; i++) ports.push(await freePort());
   const servers = [];
@@ -92,9 +109,7 @@ export async function startRegions(count) {
   try {
     await Promise.race([until("the gateway", async () => (await fetch(`${url}/healthz`)).ok), exited]);
   } catch (error) {
-    process.removeListener("exit", killAll);
-    killAll();
-    rmSync(dir, { recursive: true, force: true });
+    await close();
     throw new Error(`the gateway did not start: ${error.message}\n${log}`);
   }
 
@@ -112,12 +127,6 @@ export async function startRegions(count) {
       startRedis(i);
       await until(`redis-server ${i} again`, () => ping(i));
     },
-    async close() {
-      process.removeListener("exit", killAll);
-      const exits = [...children].map((child) => new Promise((resolve) => child.once("exit", resolve)));
-      for (const child of children) child.kill("SIGKILL");
-      await Promise.all(exits);
-      rmSync(dir, { recursive: true, force: true });
-    },
+    close,
   };
 }

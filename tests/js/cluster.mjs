@@ -2,14 +2,13 @@
 // joined by `redis-cli --cluster create`, and an edgelimit gateway in front of it (`--redis-cluster`,
 // EDGELIMIT_GATEWAY_BIN as scripts/with_gateway.sh exports it). Every node has the Redis ACL user of
 // gateway/README.md from its start (an ACL file), and the gateway connects as it, as operators run it.
-import { execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { gatewayAclFileLine } from "../../scripts/gateway_acl.mjs";
-import { freePort, until } from "../../scripts/regions.mjs";
+import { freePort, processGroup, until } from "../../scripts/regions.mjs";
 
 const run = promisify(execFile);
 
@@ -27,25 +26,7 @@ async function cli(port, ...args) {
 export async function startCluster() {
   const gatewayBin = process.env.EDGELIMIT_GATEWAY_BIN;
   if (!gatewayBin) throw new Error("EDGELIMIT_GATEWAY_BIN is not set (run under scripts/with_gateway.sh)");
-  const dir = mkdtempSync(join(tmpdir(), "edgelimit-cluster-"));
-  const children = new Set();
-  const killAll = () => {
-    for (const child of children) child.kill("SIGKILL");
-  };
-  process.once("exit", killAll);
-  const start = (command, args, stdio = "ignore") => {
-    const child = spawn(command, args, { stdio });
-    children.add(child);
-    child.once("exit", () => children.delete(child));
-    return child;
-  };
-  const close = async () => {
-    process.removeListener("exit", killAll);
-    const exits = [...children].map((child) => new Promise((resolve) => child.once("exit", resolve)));
-    killAll();
-    await Promise.all(exits);
-    rmSync(dir, { recursive: true, force: true });
-  };
+  const { dir, start, close } = processGroup("edgelimit-cluster-");
   try {
     const password = randomBytes(12).toString("hex");
     const aclFile = join(dir, "users.acl");
