@@ -6,7 +6,8 @@
 //! identifier in a hash tag (`{…}`), so that every key of one identifier hashes to one slot while
 //! different identifiers spread over the masters. The keys shared by every identifier (the dynamic
 //! limit, the deny list, the analytics events) cannot be in each identifier's slot, so that layout
-//! refuses them ([`SharedKey`]).
+//! reaches them with commands of their own instead of inside the decision's script (see
+//! [`KeyLayout::Cluster`]).
 
 use crate::error::{quote, Error, Result};
 
@@ -20,41 +21,18 @@ pub enum KeyLayout {
     Upstash,
     /// `<prefix>:{<identifier>}`: every key of an identifier in one hash slot of a Redis Cluster. Not
     /// shared with `@upstash/ratelimit`, so a fleet mixing both libraries must keep
-    /// [`KeyLayout::Upstash`]. Refuses the keys shared by every identifier ([`SharedKey`]), and a key
-    /// whose first braces hold nothing (the empty identifier, one starting with `}`, a prefix with
-    /// `{}`), which Redis hashes whole.
+    /// [`KeyLayout::Upstash`]. Refuses a key whose first braces hold nothing (the empty identifier,
+    /// one starting with `}`, a prefix with `{}`), which Redis hashes whole.
+    ///
+    /// The keys shared by every identifier are reached by commands beside the decision's script, as
+    /// `@upstash/ratelimit` reaches them:
+    /// - the deny list is checked by an `SMISMEMBER` sent with the script (the same `/pipeline`
+    ///   request), so a denied request **is counted** by the limit, as the peer counts it (the default
+    ///   layout denies it without counting);
+    /// - the analytics event is written by a `ZINCRBY` in the pending work, once the answer is known;
+    /// - the dynamic limit is read by a `GET` before the script, which applies it as its capacity:
+    ///   on a cluster, dynamic limits cost a second round trip.
     Cluster,
-}
-
-/// A key shared by every identifier of a prefix, which no identifier's hash slot holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SharedKey {
-    /// The dynamic limit, `<prefix>:dynamic:global`.
-    DynamicLimit,
-    /// The deny list, `<prefix>:denyList:all`.
-    DenyList,
-    /// The analytics events, `<prefix>:events:<hour>`.
-    Analytics,
-}
-
-impl SharedKey {
-    /// Why the cluster layout cannot have it: the key's role, and the one-slot rule.
-    pub fn reason(self) -> &'static str {
-        match self {
-            Self::DynamicLimit => "the dynamic limit is one key for every identifier, and a script on a Redis Cluster reaches one hash slot",
-            Self::DenyList => "the deny list is one key for every identifier, and a script on a Redis Cluster reaches one hash slot",
-            Self::Analytics => "the analytics events are one key for every identifier, and a script on a Redis Cluster reaches one hash slot",
-        }
-    }
-
-    /// The feature's name in the Rust API.
-    fn feature(self) -> &'static str {
-        match self {
-            Self::DynamicLimit => "dynamic limits",
-            Self::DenyList => "protection (the deny list)",
-            Self::Analytics => "analytics",
-        }
-    }
 }
 
 impl KeyLayout {
@@ -84,20 +62,6 @@ impl KeyLayout {
         }
         Ok(key)
     }
-
-    /// Whether this layout can have `shared`, enabled when `enabled`: an error for the cluster layout.
-    pub fn allow(self, shared: SharedKey, enabled: bool) -> Result<()> {
-        if enabled && self == Self::Cluster {
-            return Err(Error::Unsupported {
-                what: format!(
-                    "the cluster key layout (`KeyLayout::Cluster`) with {} yet: {}",
-                    shared.feature(),
-                    shared.reason()
-                ),
-            });
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]
@@ -114,21 +78,6 @@ mod tests {
         for (prefix, identifier) in [("p", ""), ("p", "}{"), ("p", "}"), ("a{}", "x")] {
             let error = KeyLayout::Cluster.key(prefix, identifier).unwrap_err();
             assert!(matches!(error, Error::InvalidParameter { .. }), "{error}");
-        }
-    }
-
-    #[test]
-    fn the_cluster_layout_refuses_keys_shared_by_every_identifier() {
-        for shared in [
-            SharedKey::DynamicLimit,
-            SharedKey::DenyList,
-            SharedKey::Analytics,
-        ] {
-            assert_eq!(KeyLayout::Upstash.allow(shared, true), Ok(()));
-            assert_eq!(KeyLayout::Cluster.allow(shared, false), Ok(()));
-            let error = KeyLayout::Cluster.allow(shared, true).unwrap_err();
-            assert!(error.to_string().contains(shared.reason()), "{error}");
-            assert!(error.is_invalid_input());
         }
     }
 }

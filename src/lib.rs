@@ -59,7 +59,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
 pub use duration::{duration_from_millis, parse_duration, MAX_DURATION_MS};
 pub use error::{Error, Result};
-pub use key_layout::{KeyLayout, SharedKey};
+pub use key_layout::KeyLayout;
 pub use maybe_send::{BoxFuture, MaybeSendSync};
 #[cfg(feature = "multi-region")]
 pub use multi_region::MultiRegionRatelimit;

@@ -1,8 +1,8 @@
 //! `Ratelimit` and `MultiRegionRatelimit` on a Redis Cluster (three masters, three replicas of real
 //! redis-server) behind the gateway's `--redis-cluster`: the cluster key layout admits exactly the
 //! limit under concurrency and spreads identifiers over every master; the default layout is refused
-//! by the cluster with an error naming the option, in either fail mode; the layout refuses the keys
-//! shared by every identifier.
+//! by the cluster with an error naming the option, in either fail mode; the keys shared by every
+//! identifier (deny list, analytics events, dynamic limit) are reached beside the script.
 //!
 //! One cluster serves every test of the file, in one test function: a cluster of six is the slow
 //! part (two cores keep up with one at a time, see `gateway/tests/cluster.rs`).
@@ -13,12 +13,13 @@ mod support;
 
 use edgelimit::algorithm::Algorithm;
 use edgelimit::multi_region::MultiRegionRatelimit;
-use edgelimit::ratelimit::{FailMode, Ratelimit, Response};
+use edgelimit::ratelimit::{analytics, FailMode, Ratelimit, Reason, Request, Response};
+use edgelimit::redis::{Reply, RestClient};
 use edgelimit::transport::HttpTransport;
-use edgelimit::{Error, KeyLayout, RedisBackend};
+use edgelimit::{Error, FixedWindow, KeyLayout, RedisBackend, SlidingWindow};
 use futures::future::join_all;
 use std::time::Duration;
-use support::hour_limits;
+use support::{hour_limits, Counting};
 use test_support::{Cluster, Gateway, TOKEN};
 
 /// The second token of the gateway, reaching the same cluster (a second "region").
@@ -88,6 +89,138 @@ async fn on_a_redis_cluster() {
     every_algorithm_admits_exactly_its_limit_over_every_master(&cluster, &gateway).await;
     the_default_layout_is_refused_naming_the_option(&gateway).await;
     the_multi_region_mode_keeps_its_keys_in_one_slot(&gateway).await;
+    the_deny_list_is_checked_in_the_same_request_and_counted(&gateway).await;
+    dynamic_limits_are_read_first_and_rounded_as_the_scripts_round_them(&gateway).await;
+}
+
+/// `command` sent to the cluster through `gateway`.
+async fn command(gateway: &Gateway, command: &[&str]) -> Reply {
+    let client = RestClient::new(transport(gateway, TOKEN));
+    client.command(command).await.unwrap()
+}
+
+/// The deny list by an `SMISMEMBER` in the decision's request, a denied request counted as the peer
+/// counts it, the denied value remembered, and every answer's event in the pending work, read back.
+async fn the_deny_list_is_checked_in_the_same_request_and_counted(gateway: &Gateway) {
+    let prefix = "cl-guard";
+    let (counting, traffic) = Counting::new(transport(gateway, TOKEN));
+    let rule = FixedWindow::new(3, Duration::from_secs(3600)).unwrap();
+    let limiter = Ratelimit::new(RedisBackend::new(counting), rule)
+        .with_prefix(prefix)
+        .with_ephemeral_cache(None)
+        .with_key_layout(KeyLayout::Cluster)
+        .unwrap()
+        .with_protection(true)
+        .unwrap()
+        .with_analytics(true);
+    let deny_key = format!("{prefix}:denyList:all");
+    command(gateway, &["SADD", &deny_key, "bad-id", "6.6.6.6"]).await;
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let (warm, _) = limiter
+        .limit_request("warm", 1.0, &Request::default())
+        .await
+        .unwrap();
+    assert!(warm.success, "{warm:?}");
+    traffic.take();
+
+    let bad_ip = Request {
+        ip: Some("6.6.6.6"),
+        ..Request::default()
+    };
+    let answer = limiter
+        .limit_request_with_pending("u1", 1.0, &bad_ip)
+        .await
+        .unwrap();
+    assert_eq!(traffic.take().0, 1, "the check travels with the decision");
+    assert_eq!(answer.denied_value.as_deref(), Some("6.6.6.6"));
+    let denied = answer.response;
+    assert_eq!(
+        (denied.success, denied.reason),
+        (false, Some(Reason::DenyList))
+    );
+    assert_eq!((denied.limit, denied.remaining), (3, 0.0), "{denied:?}");
+    answer.pending.expect("the denied value's event").await;
+    assert_eq!(traffic.take().0, 1, "the event, after the answer");
+    assert_eq!(limiter.get_remaining("u1").await.unwrap().remaining, 2.0);
+    assert_eq!(limiter.cached_denied_values(), 1);
+    traffic.take();
+    let (again, value) = limiter.limit_request("u1", 1.0, &bad_ip).await.unwrap();
+    assert_eq!(
+        (again.reason, value.as_deref()),
+        (Some(Reason::DenyList), Some("6.6.6.6"))
+    );
+    assert_eq!(traffic.take().0, 1, "remembered: only its event is written");
+    let (admitted, _) = limiter
+        .limit_request("u2", 1.0, &Request::default())
+        .await
+        .unwrap();
+    assert!(
+        admitted.success && admitted.reason.is_none(),
+        "{admitted:?}"
+    );
+    let (by_id, value) = limiter
+        .limit_request("bad-id", 1.0, &Request::default())
+        .await
+        .unwrap();
+    assert_eq!((by_id.success, value.as_deref()), (false, Some("bad-id")));
+
+    let key = analytics::events_key(prefix, before);
+    let events = command(gateway, &["ZRANGE", &key, "0", "-1", "WITHSCORES"]).await;
+    let events = events.to_string();
+    for expected in [
+        r#""{\"identifier\":\"warm\",\"success\":true}","1""#,
+        r#""{\"identifier\":\"u2\",\"success\":true}","1""#,
+        r#""{\"identifier\":\"6.6.6.6\",\"success\":\"denied\"}","2""#,
+        r#""{\"identifier\":\"bad-id\",\"success\":\"denied\"}","1""#,
+    ] {
+        assert!(events.contains(expected), "{expected} not in {events}");
+    }
+}
+
+/// A dynamic limit read by a `GET` before the script: 2.5 admits 3 under the sliding window and 2
+/// under the fixed window, 0 and a negative limit pause, and `set_dynamic_limit` reads back.
+async fn dynamic_limits_are_read_first_and_rounded_as_the_scripts_round_them(gateway: &Gateway) {
+    let hour = Duration::from_secs(3600);
+    let rules: [(Algorithm, u64); 2] = [
+        (SlidingWindow::new(10, hour).unwrap().into(), 3),
+        (FixedWindow::new(10, hour).unwrap().into(), 2),
+    ];
+    for (rule, admits) in rules {
+        let prefix = format!("cl-dyn-{}", rule.name().replace(' ', "-"));
+        let (counting, traffic) = Counting::new(transport(gateway, TOKEN));
+        let limiter = Ratelimit::new(RedisBackend::new(counting).with_redis_time(true), rule)
+            .with_prefix(&prefix)
+            .with_ephemeral_cache(None)
+            .with_key_layout(KeyLayout::Cluster)
+            .unwrap()
+            .with_dynamic_limits(true);
+        let limit_key = format!("{prefix}:dynamic:global");
+        command(gateway, &["SET", &limit_key, "2.5"]).await;
+        decided(limiter.limit("warm", 0.0).await.unwrap()).unwrap();
+        traffic.take();
+        let mut count = 0;
+        for _ in 0..5 {
+            let response = limiter.limit("u", 1.0).await.unwrap();
+            assert_eq!(response.limit, admits, "{rule:?}");
+            count += usize::from(decided(response).unwrap());
+        }
+        assert_eq!(count, admits as usize, "{rule:?} under 2.5");
+        assert_eq!(traffic.take().0, 10, "a GET, then the script");
+        for paused in ["0", "-1"] {
+            command(gateway, &["SET", &limit_key, paused]).await;
+            let response = limiter.limit("p", 1.0).await.unwrap();
+            assert_eq!((response.success, response.limit), (false, 0), "{paused}");
+        }
+        limiter.set_dynamic_limit(Some(4)).await.unwrap();
+        assert_eq!(limiter.dynamic_limit().await.unwrap(), Some(4));
+        let response = limiter.limit("p", 1.0).await.unwrap();
+        assert_eq!((response.success, response.limit), (true, 4), "{rule:?}");
+        limiter.set_dynamic_limit(None).await.unwrap();
+        assert_eq!(limiter.limit("p", 1.0).await.unwrap().limit, 10);
+    }
 }
 
 /// 64 callers per identifier, 8 identifiers, each algorithm: exactly the limit each, keys on every
@@ -179,30 +312,10 @@ async fn the_multi_region_mode_keeps_its_keys_in_one_slot(gateway: &Gateway) {
 }
 
 #[test]
-fn the_cluster_layout_refuses_keys_shared_by_every_identifier() {
-    let backend = || RedisBackend::new(HttpTransport::new("http://127.0.0.1:9", TOKEN).unwrap());
-    let rule = hour_limits(LIMIT)[0];
-    let refused = |limit: edgelimit::Result<Ratelimit>| match limit {
-        Err(Error::Unsupported { what }) => what,
-        Err(other) => panic!("not unsupported: {other}"),
-        Ok(_) => panic!("accepted"),
-    };
-    let cluster = |limit: Ratelimit| limit.with_key_layout(KeyLayout::Cluster);
-    let dynamic = refused(cluster(
-        Ratelimit::new(backend(), rule).with_dynamic_limits(true),
-    ));
-    assert!(dynamic.contains("KeyLayout::Cluster") && dynamic.contains("dynamic limit"));
-    let protected = refused(
-        cluster(Ratelimit::new(backend(), rule)).and_then(|limit| limit.with_protection(true)),
-    );
-    assert!(protected.contains("deny list"), "{protected}");
-    let analytics = refused(cluster(
-        Ratelimit::new(backend(), rule).with_analytics(true),
-    ));
-    assert!(analytics.contains("analytics"), "{analytics}");
+fn the_multi_region_cluster_layout_refuses_dynamic_limits() {
     let multi = MultiRegionRatelimit::new(
         vec![HttpTransport::new("http://127.0.0.1:9", TOKEN).unwrap()],
-        rule,
+        hour_limits(LIMIT)[0],
     )
     .unwrap()
     .with_dynamic_limits(true)

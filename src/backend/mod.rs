@@ -91,6 +91,32 @@ pub trait Backend: MaybeSendSync {
         ))))
     }
 
+    /// Which of `values` the set `key` holds (`true` for each, in order): the deny-list check made
+    /// beside the decision where the decision's script cannot reach the set (a Redis Cluster). The
+    /// default: deny lists are unsupported.
+    fn find_denied<'a>(
+        &'a self,
+        key: &'a str,
+        values: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<bool>>> {
+        let _ = (key, values);
+        Box::pin(std::future::ready(Err(unsupported_guards(
+            self.backend_name(),
+        ))))
+    }
+
+    /// The capacity `params` applies under the limit stored under `limit_key`, read as the decision
+    /// reads it in [`Backend::decide`], for a decision that cannot reach the key (a Redis Cluster).
+    /// The default: [`Backend::dynamic_limit`].
+    fn dynamic_capacity<'a>(
+        &'a self,
+        limit_key: &'a str,
+        params: Algorithm,
+    ) -> BoxFuture<'a, Result<Option<u64>>> {
+        let _ = params;
+        self.dynamic_limit(limit_key)
+    }
+
     /// Atomically tries to take `cost` from `key`'s limit (a negative cost refunds, zero peeks).
     fn acquire<'a>(
         &'a self,
@@ -207,5 +233,21 @@ impl<B: Backend + ?Sized> Backend for std::sync::Arc<B> {
 
     fn record_event<'a>(&'a self, key: &'a str, member: &'a str) -> BoxFuture<'a, Result<()>> {
         (**self).record_event(key, member)
+    }
+
+    fn find_denied<'a>(
+        &'a self,
+        key: &'a str,
+        values: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<bool>>> {
+        (**self).find_denied(key, values)
+    }
+
+    fn dynamic_capacity<'a>(
+        &'a self,
+        limit_key: &'a str,
+        params: Algorithm,
+    ) -> BoxFuture<'a, Result<Option<u64>>> {
+        (**self).dynamic_capacity(limit_key, params)
     }
 }

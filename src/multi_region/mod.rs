@@ -68,7 +68,7 @@ use crate::algorithm::{Algorithm, Cost, MAX_COUNT};
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::{quote, Error, Result};
-use crate::key_layout::{KeyLayout, SharedKey};
+use crate::key_layout::KeyLayout;
 use crate::maybe_send::BoxFuture;
 use crate::ratelimit::deadline::Deadline;
 use crate::ratelimit::{
@@ -138,11 +138,11 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
     }
 
     /// The same limit with its keys laid out as `key_layout` says; [`KeyLayout::Cluster`] refuses
-    /// dynamic limits, enabled before or after (see [`SharedKey`]).
+    /// dynamic limits, enabled before or after: the multi-region scripts read the dynamic limit
+    /// themselves, and a script on a Redis Cluster reaches one hash slot.
     pub fn with_key_layout(mut self, key_layout: KeyLayout) -> Result<Self> {
         self.key_layout = key_layout;
-        self.key_layout
-            .allow(SharedKey::DynamicLimit, self.limit_key.is_some())?;
+        self.check_layout()?;
         Ok(self)
     }
 
@@ -540,9 +540,18 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
                 reason: "must not be empty",
             });
         }
-        let layout = self.key_layout;
-        layout.allow(SharedKey::DynamicLimit, self.limit_key.is_some())?;
-        layout.key(&self.prefix, identifier)
+        self.check_layout()?;
+        self.key_layout.key(&self.prefix, identifier)
+    }
+
+    /// Whether the key layout can have dynamic limits when enabled: not the cluster layout.
+    fn check_layout(&self) -> Result<()> {
+        if self.key_layout == KeyLayout::Cluster && self.limit_key.is_some() {
+            return Err(Error::Unsupported {
+                what: "the cluster key layout (`KeyLayout::Cluster`) with the dynamic limits of a multi-region limit yet: its scripts read the dynamic limit, one key for every identifier, and a script on a Redis Cluster reaches one hash slot".to_owned(),
+            });
+        }
+        Ok(())
     }
 
     fn cost(&self, rate: f64) -> Result<Cost> {

@@ -4,7 +4,8 @@
 //! [`Reason::DenyList`], without counting anything), and every answer is recorded as an analytics
 //! event. Both travel in the decision's own script (see `src/redis/guard.rs`); only answers given
 //! without the store (the denied-values cache, the ephemeral cache, local counts, the fail mode)
-//! record their event in the [`Pending`] work.
+//! record their event in the [`Pending`] work. With [`KeyLayout::Cluster`], both go beside the
+//! script instead (`beside.rs`).
 //!
 //! The order of the answers: a value remembered as denied; then, as without protection, local counts
 //! and the ephemeral cache (an identifier it knows is blocked is answered `cacheBlock` without a
@@ -17,6 +18,7 @@ use super::deny_list::{self, DeniedValues};
 use super::{response, Pending, Ratelimit, Reason, Response};
 use crate::backend::{Events, Guard, Guarded};
 use crate::error::{Error, Result};
+use crate::key_layout::KeyLayout;
 use std::sync::Arc;
 
 /// What a request brings besides its identifier: the values checked against the deny list, and the
@@ -74,6 +76,11 @@ impl Guards {
     pub fn protects(&self) -> bool {
         self.denied.is_some()
     }
+
+    /// The values found in the deny list lately, when it is checked.
+    pub fn denied_values(&self) -> Option<&DeniedValues> {
+        self.denied.as_ref()
+    }
 }
 
 /// Protection needs every decision asked of the store, which local counts answer without.
@@ -102,21 +109,21 @@ impl Ratelimit {
     /// The same limit with protection on or off: when on, the identifier and the request's ip, user
     /// agent and country ([`Ratelimit::limit_request`]) are looked up in the deny list
     /// (`<prefix>:denyList:all`, which the Upstash console and `@upstash/ratelimit` share); a value
-    /// found is denied with [`Reason::DenyList`] without counting anything, and remembered for a minute
+    /// found is denied with [`Reason::DenyList`] without counting anything (with
+    /// [`KeyLayout::Cluster`], counted, as `@upstash/ratelimit` counts it), and remembered for a minute
     /// (up to [`deny_list::DENIED_VALUES_CACHED`] values). The store must support it (Redis does); local
-    /// counts cannot have it, nor [`KeyLayout::Cluster`](crate::KeyLayout::Cluster).
+    /// counts cannot have it.
     pub fn with_protection(mut self, enabled: bool) -> Result<Self> {
         if enabled {
             check_local_counts(self.local_counts.is_some())?;
         }
         self.guards.denied = enabled.then(DeniedValues::new);
-        self.check_shared_keys()?;
         Ok(self)
     }
 
     /// The same limit recording every answer as an analytics event of `@upstash/core-analytics`
     /// (`<prefix>:events:<hour>`), or not. The store must support it (Redis does). With
-    /// [`KeyLayout::Cluster`](crate::KeyLayout::Cluster), every decision is then refused.
+    /// [`KeyLayout::Cluster`], the event is written in the [`Pending`] work.
     pub fn with_analytics(mut self, enabled: bool) -> Self {
         self.guards.analytics = enabled;
         self
@@ -181,7 +188,7 @@ impl Ratelimit {
 
     /// The work adding `member` to the events `key`. An event that cannot be written is lost, as the
     /// peer loses it (with a warning).
-    fn record(&self, key: String, member: String) -> Pending {
+    pub(super) fn record(&self, key: String, member: String) -> Pending {
         let backend = Arc::clone(&self.backend);
         Box::pin(async move {
             let _ = backend.record_event(&key, &member).await;
@@ -227,6 +234,10 @@ impl Ratelimit {
             return Ok(answer(block, None, event(false)));
         }
 
+        if self.key_layout == KeyLayout::Cluster {
+            let events = events_key.zip(members.as_ref());
+            return (self.limit_beside(key, cost, rate, &values, events, now_micros)).await;
+        }
         let deny_key = self
             .guards
             .denied

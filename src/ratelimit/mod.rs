@@ -7,6 +7,7 @@
 //! or `<prefix>:{<identifier>}` on a Redis Cluster ([`KeyLayout`]).
 
 pub mod analytics;
+mod beside;
 pub(crate) mod deadline;
 pub mod deny_list;
 mod ephemeral_cache;
@@ -25,7 +26,7 @@ use crate::backend::Backend;
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
-use crate::key_layout::{KeyLayout, SharedKey};
+use crate::key_layout::KeyLayout;
 use crate::maybe_send::BoxFuture;
 use deadline::Deadline;
 use local_counts::LocalCounts;
@@ -163,11 +164,10 @@ impl Ratelimit {
         }
     }
 
-    /// The same limit with its keys laid out as `key_layout` says; [`KeyLayout::Cluster`] refuses
-    /// dynamic limits, protection and analytics, enabled before or after (see [`SharedKey`]).
+    /// The same limit with its keys laid out as `key_layout` says; with [`KeyLayout::Cluster`],
+    /// dynamic limits, protection and analytics reach their keys by commands of their own (see there).
     pub fn with_key_layout(mut self, key_layout: KeyLayout) -> Result<Self> {
         self.key_layout = key_layout;
-        self.check_shared_keys()?;
         Ok(self)
     }
 
@@ -211,7 +211,7 @@ impl Ratelimit {
     /// [`Ratelimit::set_dynamic_limit`] (key `<prefix>:dynamic:global`, shared with
     /// `@upstash/ratelimit`) replaces the algorithm's capacity for every identifier; except with local
     /// counts, which apply the configured limit, as `@upstash/ratelimit`'s `cachedFixedWindow` does.
-    /// With [`KeyLayout::Cluster`], every decision is then refused.
+    /// With [`KeyLayout::Cluster`], the limit is read before each decision: a second round trip.
     pub fn with_dynamic_limits(mut self, enabled: bool) -> Self {
         self.limit_key = limit_key(&self.prefix, enabled);
         self
@@ -437,12 +437,34 @@ impl Ratelimit {
 
     /// The backend's decision, through the dynamic limit when enabled.
     async fn decide(&self, key: &str, cost: Cost) -> Result<Decision> {
-        let limit_key = self.applied_limit_key();
-        let outcome = self
-            .backend
-            .decide(key, cost, self.algorithm, limit_key)
-            .await?;
+        let (rule, limit_key) = self.decision_rule().await?;
+        let outcome = self.backend.decide(key, cost, rule, limit_key).await?;
         Ok(outcome.decision)
+    }
+
+    /// The rule a decision applies and the dynamic limit key its script reads. A script on a Redis
+    /// Cluster cannot reach the dynamic limit, so with [`KeyLayout::Cluster`] the limit is read
+    /// first, as the script would read it, and applied as the rule's capacity: a second round trip.
+    async fn decision_rule(&self) -> Result<(Algorithm, Option<&str>)> {
+        let limit_key = self.applied_limit_key();
+        let (Some(limit_key), KeyLayout::Cluster) = (limit_key, self.key_layout) else {
+            return Ok((self.algorithm, limit_key));
+        };
+        let Some(capacity) = (self.backend)
+            .dynamic_capacity(limit_key, self.algorithm)
+            .await?
+        else {
+            return Ok((self.algorithm, None));
+        };
+        let rule = self
+            .algorithm
+            .with_capacity(capacity)
+            .map_err(|error| Error::Redis {
+                message: format!(
+                    "the dynamic limit {capacity} in {limit_key} does not fit: {error}"
+                ),
+            })?;
+        Ok((rule, None))
     }
 
     /// The answer from the local counts, when they know `key`'s current window; a request they admit
@@ -508,21 +530,9 @@ impl Ratelimit {
     }
 
     /// The base key of `identifier` in the key layout: `<prefix>:<identifier>` (an empty identifier is
-    /// a key too, `<prefix>:`, as the peer makes it) or `<prefix>:{<identifier>}`. With the cluster
-    /// layout, a key shared by every identifier enabled after the layout is refused here.
+    /// a key too, `<prefix>:`, as the peer makes it) or `<prefix>:{<identifier>}`.
     fn key(&self, identifier: &str) -> Result<String> {
-        if self.key_layout == KeyLayout::Cluster {
-            self.check_shared_keys()?;
-        }
         self.key_layout.key(&self.prefix, identifier)
-    }
-
-    /// Whether the key layout can have the keys shared by every identifier that are enabled.
-    fn check_shared_keys(&self) -> Result<()> {
-        let layout = self.key_layout;
-        layout.allow(SharedKey::DynamicLimit, self.limit_key.is_some())?;
-        layout.allow(SharedKey::DenyList, self.guards.protects())?;
-        layout.allow(SharedKey::Analytics, self.records_events())
     }
 
     /// `rate` checked once, as the cost every step after takes: at most 2^53 - 1 in size, and what
@@ -939,30 +949,34 @@ mod tests {
     }
 
     #[test]
-    fn the_cluster_layout_refuses_keys_shared_by_every_identifier_in_either_order() {
+    fn the_cluster_layout_reads_the_dynamic_limit_before_deciding_whatever_the_order() {
         let clock = ManualClock::from_millis(START_MS);
-        let cluster = |limit: Ratelimit| limit.with_key_layout(KeyLayout::Cluster);
-        let refused = |result: Result<Ratelimit>| match result {
-            Err(Error::Unsupported { what }) => what,
-            Err(other) => panic!("not unsupported: {other}"),
-            Ok(_) => panic!("accepted"),
-        };
-        let limit = || Ratelimit::new(memory(&clock), fixed(2, 60));
-        let dynamic = refused(cluster(limit().with_dynamic_limits(true)));
-        assert!(dynamic.contains("dynamic limit"), "{dynamic}");
-        let analytics = refused(cluster(limit().with_analytics(true)));
-        assert!(analytics.contains("analytics"), "{analytics}");
-        let protected = refused(cluster(limit().with_protection(true).unwrap()));
-        assert!(protected.contains("deny list"), "{protected}");
-        let protected_after = refused(cluster(limit()).unwrap().with_protection(true));
-        assert!(protected_after.contains("deny list"), "{protected_after}");
-        for late in [
-            cluster(limit()).unwrap().with_dynamic_limits(true),
-            cluster(limit()).unwrap().with_analytics(true),
-        ] {
-            let error = pollster::block_on(late.limit("u", 1.0)).unwrap_err();
-            assert!(matches!(error, Error::Unsupported { .. }), "{error}");
-        }
+        let shared = Arc::new(memory(&clock));
+        let layout_first = Ratelimit::new(Arc::clone(&shared), fixed(2, 60))
+            .with_key_layout(KeyLayout::Cluster)
+            .unwrap()
+            .with_dynamic_limits(true)
+            .with_clock(clock.clone());
+        let layout_last = Ratelimit::new(Arc::clone(&shared), fixed(2, 60))
+            .with_dynamic_limits(true)
+            .with_key_layout(KeyLayout::Cluster)
+            .unwrap()
+            .with_clock(clock.clone());
+        pollster::block_on(async {
+            layout_first.set_dynamic_limit(Some(3)).await.unwrap();
+            for left in (0..3).rev() {
+                let response = layout_last.limit("u", 1.0).await.unwrap();
+                assert_eq!((response.success, response.limit), (true, 3));
+                assert_eq!(response.remaining, left as f64);
+            }
+            assert!(!layout_first.limit("u", 1.0).await.unwrap().success);
+            assert_eq!(layout_first.get_remaining("v").await.unwrap().limit, 3);
+            layout_first.set_dynamic_limit(Some(0)).await.unwrap();
+            let paused = layout_last.limit("v", 1.0).await.unwrap();
+            assert_eq!((paused.success, paused.limit), (false, 0));
+            layout_first.set_dynamic_limit(None).await.unwrap();
+            assert_eq!(layout_last.limit("v", 1.0).await.unwrap().limit, 2);
+        });
     }
 
     #[test]

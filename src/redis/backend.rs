@@ -201,19 +201,25 @@ impl<T: Transport> Backend for RedisBackend<T> {
     }
 
     fn dynamic_limit<'a>(&'a self, limit_key: &'a str) -> BoxFuture<'a, Result<Option<u64>>> {
-        Box::pin(async move {
-            let reply = self.client.command(&["GET", limit_key]).await?;
-            match &reply {
-                Reply::Nil => Ok(None),
-                Reply::Text(text) => stored_limit(text).map(Some).ok_or_else(|| {
-                    malformed(&format!(
-                        "the dynamic limit in {limit_key} is not a number: {}",
-                        quote(text)
-                    ))
-                }),
-                _ => Err(malformed(&format!("GET {limit_key} returned {reply}"))),
-            }
-        })
+        Box::pin(self.read_limit(limit_key, false))
+    }
+
+    /// `GET`, read as the script's `capacity()` reads it: rounded up for the sliding window.
+    fn dynamic_capacity<'a>(
+        &'a self,
+        limit_key: &'a str,
+        params: Algorithm,
+    ) -> BoxFuture<'a, Result<Option<u64>>> {
+        let round_up = matches!(params, Algorithm::SlidingWindow(_));
+        Box::pin(self.read_limit(limit_key, round_up))
+    }
+
+    fn find_denied<'a>(
+        &'a self,
+        key: &'a str,
+        values: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<bool>>> {
+        Box::pin(self.smismember(key, values))
     }
 
     fn set_dynamic_limit<'a>(
@@ -234,15 +240,33 @@ impl<T: Transport> Backend for RedisBackend<T> {
     }
 }
 
+impl<T: Transport> RedisBackend<T> {
+    /// The limit stored under `limit_key` (`GET`), its fraction rounded down, or up with `round_up`.
+    async fn read_limit(&self, limit_key: &str, round_up: bool) -> Result<Option<u64>> {
+        let reply = self.client.command(&["GET", limit_key]).await?;
+        match &reply {
+            Reply::Nil => Ok(None),
+            Reply::Text(text) => stored_limit(text, round_up).map(Some).ok_or_else(|| {
+                malformed(&format!(
+                    "the dynamic limit in {limit_key} is not a number: {}",
+                    quote(text)
+                ))
+            }),
+            _ => Err(malformed(&format!("GET {limit_key} returned {reply}"))),
+        }
+    }
+}
+
 /// `cost` as the script reads it: a decimal that reads back the same (`5`, `0.5`).
 fn decimal(cost: Cost) -> String {
     crate::number::decimal(cost.get())
 }
 
-/// A dynamic limit as stored by either library (`[-]digits[.digits]`), rounded down as the scripts
-/// apply it to all but the sliding window (see `capacity` in prelude.lua): 0 for a negative one, at
-/// most 2^53 - 1. Read without float parsing, which the package does not otherwise need.
-fn stored_limit(text: &str) -> Option<u64> {
+/// A dynamic limit as stored by either library (`[-]digits[.digits]`), as the scripts apply it (see
+/// `capacity` in prelude.lua): a fraction rounded down, or up with `round_up` (the sliding window); 0
+/// for a negative one; at most 2^53 - 1. Read without float parsing, which the package does not
+/// otherwise need.
+fn stored_limit(text: &str, round_up: bool) -> Option<u64> {
     let (negative, number) = match text.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, text),
@@ -256,10 +280,11 @@ fn stored_limit(text: &str) -> Option<u64> {
         return Some(0);
     }
     let whole = whole.trim_start_matches('0');
+    let up = u64::from(round_up && fraction.bytes().any(|byte| byte != b'0'));
     Some(if whole.len() > 16 {
         MAX_COUNT
     } else {
-        whole.parse::<u64>().unwrap_or(0).min(MAX_COUNT)
+        (whole.parse::<u64>().unwrap_or(0) + up).min(MAX_COUNT)
     })
 }
 #[cfg(test)]
@@ -287,7 +312,17 @@ mod tests {
             (".5", None),
             ("--1", None),
         ] {
-            assert_eq!(stored_limit(text), limit, "{text:?}");
+            assert_eq!(stored_limit(text, false), limit, "{text:?}");
+        }
+        for (text, limit) in [
+            ("2.5", Some(3)),
+            ("2.0", Some(2)),
+            ("0.01", Some(1)),
+            ("-0.5", Some(0)),
+            ("9007199254740990.5", Some(MAX_COUNT)),
+            ("9007199254740991.5", Some(MAX_COUNT)),
+        ] {
+            assert_eq!(stored_limit(text, true), limit, "{text:?} rounded up");
         }
     }
 

@@ -109,6 +109,19 @@ impl<T: Transport> RedisBackend<T> {
         outcome(rule, script, &reply, cost).map(Guarded::Decided)
     }
 
+    /// `SMISMEMBER key values…`: whether each of `values` is in the set `key`.
+    pub(super) async fn smismember(&self, key: &str, values: &[String]) -> Result<Vec<bool>> {
+        let mut command = vec!["SMISMEMBER", key];
+        command.extend(values.iter().map(String::as_str));
+        let reply = self.client().command(&command).await?;
+        let flags = reply.as_array().unwrap_or_default();
+        let found: Vec<bool> = flags.iter().map(|flag| flag.as_i64() == Some(1)).collect();
+        if reply.as_array().is_none() || found.len() != values.len() {
+            return Err(malformed(&format!("SMISMEMBER {key} returned {reply}")));
+        }
+        Ok(found)
+    }
+
     /// `ZINCRBY key 1 member`.
     pub(super) async fn zincrby(&self, key: &str, member: &str) -> Result<()> {
         self.client()

@@ -7,7 +7,7 @@ use super::options::{self, get, JsResult};
 use super::promise::promise;
 use super::shared_cache::shared_cache;
 use super::sys;
-use crate::key_layout::{KeyLayout, SharedKey};
+use crate::key_layout::KeyLayout;
 use crate::ratelimit::{
     EphemeralCache, FailMode, Pending, Response, DEFAULT_CACHE_SIZE, DEFAULT_PREFIX,
 };
@@ -45,22 +45,6 @@ pub fn key_layout(context: &str, config: &JsValue) -> JsResult<KeyLayout> {
         ],
         "must be \"upstash\" or \"cluster\"",
     )
-}
-
-/// With `keys: "cluster"`, a `TypeError` for the first option of `enabled` that is on (its name, the
-/// key it shares among identifiers, whether it is on): no identifier's hash slot holds that key.
-pub fn check_shared_keys(
-    context: &str,
-    layout: KeyLayout,
-    enabled: &[(&str, SharedKey, bool)],
-) -> JsResult<()> {
-    for &(name, shared, on) in enabled {
-        if layout.allow(shared, on).is_err() {
-            let rule = ["cannot go with `", name, "` yet: ", shared.reason()].concat();
-            return Err(type_error(context, "keys", &rule, &"cluster".into()));
-        }
-    }
-    Ok(())
 }
 
 /// What `ephemeralCache` asks for.

@@ -12,7 +12,6 @@ use super::limit_options::{limit_arguments, limit_error, pending_promise, respon
 use super::options::{self, get, JsResult};
 use super::promise::promise;
 use super::ratelimit::JsRatelimit;
-use crate::key_layout::SharedKey;
 use crate::ratelimit::analytics::Members;
 use crate::ratelimit::{Ratelimit, Request};
 use js_sys::{Array, Promise, Reflect};
@@ -114,15 +113,6 @@ impl Guards {
             threshold,
             server,
         })
-    }
-
-    /// `enableProtection` and `analytics`: each option's name, the key it shares among identifiers,
-    /// and whether it is on.
-    pub fn shared_keys(&self) -> [(&'static str, SharedKey, bool); 2] {
-        [
-            ("enableProtection", SharedKey::DenyList, self.protection),
-            ("analytics", SharedKey::Analytics, self.analytics),
-        ]
     }
 
     /// Whether `limit` takes the guarded path.

@@ -10,7 +10,6 @@ use super::redis::RedisConfig;
 use super::sleep::sleep;
 use super::sys;
 use crate::backend::{Backend, MemoryBackend};
-use crate::key_layout::SharedKey;
 use crate::ratelimit::{Pending, Ratelimit, Remaining, Response, Settings, DEFAULT_CACHE_SIZE};
 use crate::redis::RedisBackend;
 use crate::transport::FetchTransport;
@@ -93,9 +92,6 @@ impl JsRatelimit {
             redis_backend(transport)
         };
         let guards = protection::Guards::read(CONTEXT, &config, &redis, cached)?;
-        let [protection, analytics] = guards.shared_keys();
-        let dynamic = ("dynamicLimits", SharedKey::DynamicLimit, dynamic_limits);
-        shared::check_shared_keys(CONTEXT, key_layout, &[dynamic, protection, analytics])?;
         // A cached fixed window counts in the cache's stead, as many identifiers as it would hold.
         let local_counts = match cache {
             CacheOption::Size(max) if cached => Some(max),

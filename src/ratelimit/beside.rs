@@ -1,0 +1,87 @@
+//! Protection and analytics with [`KeyLayout::Cluster`](crate::KeyLayout::Cluster): the deny list and
+//! the analytics events are shared by every identifier, so no identifier's hash slot holds them and
+//! the decision's script cannot reach them on a Redis Cluster. They are reached beside the script,
+//! as `@upstash/ratelimit` 2.2.0 reaches them:
+//! - the deny list is checked by an `SMISMEMBER` issued together with the decision (coalesced into
+//!   the same `/pipeline` request, as the peer's `Promise.all`), so a denied request is counted by the
+//!   limit, as the peer counts it; its answer keeps the decision's `limit` and `reset`, as the peer's;
+//! - the analytics event of the answer is written by a `ZINCRBY` in the [`Pending`] work, so the answer
+//!   waits for nothing more.
+
+use super::analytics::Members;
+use super::deny_list;
+use super::{response, Answer, Pending, Ratelimit, Reason, Response};
+use crate::algorithm::Cost;
+use crate::error::Result;
+use futures_util::future::join;
+
+impl Ratelimit {
+    /// The decision on `key` with the deny list checked for `values` beside it (when protection is
+    /// on), and the event of the answer (one of `members`, into `events_key`) left in the pending
+    /// work. The event of a value found in the deny list is left to the caller, as in the script.
+    pub(super) async fn limit_beside(
+        &self,
+        key: String,
+        cost: Cost,
+        rate: f64,
+        values: &[String],
+        events: Option<(String, &Members)>,
+        now_micros: u64,
+    ) -> Result<Answer> {
+        let now_ms = now_micros / 1_000;
+        let event = |success: bool| -> Option<Pending> {
+            let (events_key, members) = events.as_ref()?;
+            Some(self.record(events_key.clone(), members.of(success).to_owned()))
+        };
+        let deny_key = (self.guards.protects() && !values.is_empty())
+            .then(|| deny_list::all_key(&self.prefix));
+        let check = async {
+            match &deny_key {
+                Some(deny_key) => self.backend.find_denied(deny_key, values).await.map(Some),
+                None => Ok(None),
+            }
+        };
+        // Both issued in the same poll, so both commands travel in one request.
+        let (decided, found) = join(self.decide(&key, cost), check).await;
+        let (decision, found) = match (decided, found) {
+            (Ok(decision), Ok(found)) => (decision, found),
+            (Err(error), _) | (_, Err(error)) => {
+                if error.is_invalid_input() {
+                    return Err(error);
+                }
+                let response = self.fail_mode_response(&error, now_ms);
+                let pending = event(response.success);
+                return Ok(Answer {
+                    response,
+                    denied_value: None,
+                    pending,
+                });
+            }
+        };
+        let answered = response(decision);
+        self.learn(key, rate, &decision, now_micros);
+        let denied = (self.guards.denied_values()).zip(found.as_deref());
+        if let Some(index) =
+            denied.and_then(|(denied, found)| denied.remember(values, found, now_ms))
+        {
+            let response = Response {
+                success: false,
+                remaining: 0.0,
+                retry_after: None,
+                reason: Some(Reason::DenyList),
+                ..answered
+            };
+            return Ok(Answer {
+                response,
+                denied_value: Some(values[index].clone()),
+                pending: None,
+            });
+        }
+        let pending = event(answered.success);
+        Ok(Answer {
+            response: answered,
+            denied_value: None,
+            pending,
+        })
+    }
+}
