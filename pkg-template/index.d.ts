@@ -84,9 +84,13 @@ export interface RatelimitConfig {
   /**
    * How the identifier goes into its keys. `"upstash"` (default): `<prefix>:<identifier>…`, the keys of
    * `@upstash/ratelimit`. `"cluster"`: `<prefix>:{<identifier>}…`, every key of an identifier in one hash
-   * slot, for a Redis Cluster; not shared with `@upstash/ratelimit`, and not with `dynamicLimits`,
-   * `enableProtection` or `analytics` (their keys are shared by every identifier: the constructor throws a
-   * `TypeError`). Without it, a call refused by a cluster (`CROSSSLOT`) rejects whatever `failMode` says.
+   * slot, for a Redis Cluster; not shared with `@upstash/ratelimit`. The keys every identifier shares are
+   * reached beside the decision's script, as `@upstash/ratelimit` reaches them: the deny list
+   * (`enableProtection`) by a command in the decision's own request, so a denied request is counted by
+   * the limit, as the peer counts it; the analytics event in `pending`; the dynamic limit
+   * (`dynamicLimits`) read before the decision, a second round trip (`MultiRegionRatelimit` cannot have
+   * it: the constructor throws a `TypeError`). Without it, a call refused by a cluster (`CROSSSLOT`)
+   * rejects whatever `failMode` says.
    */
   keys?: "upstash" | "cluster";
   /**

@@ -124,6 +124,8 @@ async fn the_deny_list_is_checked_in_the_same_request_and_counted(gateway: &Gate
         .await
         .unwrap();
     assert!(warm.success, "{warm:?}");
+    // Loads the script on u1's master (EVALSHA, then EVAL): every master has its own scripts.
+    limiter.get_remaining("u1").await.unwrap();
     traffic.take();
 
     let bad_ip = Request {

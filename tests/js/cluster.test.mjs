@@ -1,12 +1,16 @@
 // The package on a Redis Cluster (tests/js/cluster.mjs: six redis-servers behind the gateway's
 // `--redis-cluster`): with `keys: "cluster"` every algorithm admits exactly its limit under concurrent
 // calls and identifiers spread over the masters; without it, the cluster's CROSSSLOT refusal rejects
-// the call with a message naming the option, whatever the fail mode; a bad `keys`, or one that cannot
-// go with the keys every identifier shares, throws.
+// the call with a message naming the option, whatever the fail mode; a bad `keys` throws; the keys
+// every identifier shares are reached beside the script: the deny list in the decision's request
+// (counted, as @upstash/ratelimit counts it), the analytics event in `pending`, read back by
+// @upstash/core-analytics, the dynamic limit by a GET first.
 //
 //   bash scripts/with_gateway.sh node --test tests/js/cluster.test.mjs
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
+import { Analytics } from "@upstash/core-analytics";
+import * as peerRedis from "@upstash/redis";
 import { Ratelimit, Redis } from "./edgelimit.mjs";
 import { importMultiRegionPackage } from "../../scripts/link_pkg.mjs";
 import { startCluster } from "./cluster.mjs";
@@ -61,22 +65,98 @@ test("a bad `keys` throws, naming the option and the value", () => {
   new Ratelimit({ limiter, keys: "cluster" });
 });
 
-test("`keys: \"cluster\"` refuses the keys every identifier shares", () => {
-  const redis = new Redis({ url: "http://127.0.0.1:9", token: "t" });
-  const limiter = Ratelimit.fixedWindow(1, "1 s");
-  for (const [option, key] of [["dynamicLimits", "dynamic limit"], ["enableProtection", "deny list"], ["analytics", "analytics events"]]) {
-    assert.throws(() => new Ratelimit({ redis, limiter, keys: "cluster", [option]: true }), (error) => {
-      assert.ok(error instanceof TypeError, error.message);
-      assert.ok(error.message.includes(`\`keys\` cannot go with \`${option}\` yet: the ${key}`), error.message);
-      assert.ok(error.message.includes('got "cluster"'), error.message);
-      return true;
-    });
-    new Ratelimit({ redis, limiter, keys: "upstash", [option]: true });
-  }
+test("MultiRegionRatelimit with `keys: \"cluster\"` refuses dynamic limits, which its scripts read", () => {
   assert.throws(
     () => new multiRegion.MultiRegionRatelimit({ redis: [{ url: "http://127.0.0.1:9", token: "t" }], limiter: multiRegion.Ratelimit.fixedWindow(1, "1 s"), keys: "cluster", dynamicLimits: true }),
     /`keys` cannot go with `dynamicLimits` yet/,
   );
+});
+
+/** A `fetch` that counts the requests it forwards to the global one. */
+function countingFetch() {
+  const counter = { requests: 0, bodies: [] };
+  counter.fetch = (target, init) => {
+    counter.requests++;
+    counter.bodies.push(String(init?.body));
+    return fetch(target, init);
+  };
+  return counter;
+}
+
+test("with `keys: \"cluster\"`, the deny list is checked in the decision's request and counted, and analytics are written in `pending`", { skip: noGateway }, async () => {
+  const name = prefix();
+  const admin = new peerRedis.Redis({ url: cluster.url, token: cluster.token, enableTelemetry: false });
+  await admin.sadd(`${name}:denyList:all`, "6.6.6.6", "bad-id");
+  const counter = countingFetch();
+  const ratelimit = new Ratelimit({
+    redis: new Redis({ url: cluster.url, token: cluster.token, fetch: counter.fetch }),
+    limiter: Ratelimit.fixedWindow(3, "1 h"),
+    prefix: name,
+    keys: "cluster",
+    enableProtection: true,
+    analytics: true,
+    ephemeralCache: false,
+  });
+  await (await ratelimit.limit("warm-up")).pending;
+  await ratelimit.getRemaining("mallory"); // loads the script on mallory's master: EVALSHA, then EVAL
+  counter.requests = 0;
+  counter.bodies = [];
+  const denied = await ratelimit.limit("mallory", { ip: "6.6.6.6" });
+  assert.equal(denied.success, false);
+  assert.equal(denied.reason, "denyList");
+  assert.equal(denied.deniedValue, "6.6.6.6");
+  assert.equal(denied.limit, 3);
+  await denied.pending;
+  assert.equal(counter.requests, 2, "the decision with the deny list, then the event");
+  const [decision, event] = counter.bodies.map((body) => JSON.parse(body).map((command) => command[0]));
+  assert.deepEqual(decision, ["EVALSHA", "SMISMEMBER"], "the deny list travels with the decision");
+  assert.deepEqual(event, ["ZINCRBY"]);
+  assert.equal((await ratelimit.getRemaining("mallory")).remaining, 2, "counted, as the peer counts it");
+  counter.requests = 0;
+  const remembered = await ratelimit.limit("mallory", { ip: "6.6.6.6" });
+  assert.equal(remembered.reason, "denyList");
+  await remembered.pending;
+  assert.equal(counter.requests, 1, "remembered: only its event is written");
+  for (let i = 0; i < 4; i++) {
+    const answer = await ratelimit.limit("alice");
+    assert.equal(answer.success, i < 3);
+    assert.equal(answer.reason, undefined);
+    await answer.pending;
+  }
+  assert.equal((await ratelimit.limit("bad-id")).deniedValue, "bad-id");
+
+  const reader = new Analytics({ redis: admin, window: "1h", prefix: name });
+  const bucket = await reader.aggregateBucket("events", "identifier");
+  assert.deepEqual(bucket.identifier, { "warm-up": 1, "6.6.6.6": 2, alice: 4, "bad-id": 1 });
+  const outcomes = await reader.aggregateBucket("events", "success");
+  assert.deepEqual(outcomes.success, { true: 4, false: 1, denied: 3 });
+});
+
+test("with `keys: \"cluster\"`, dynamic limits are read first and rounded as the scripts round them", { skip: noGateway }, async () => {
+  const admin = new peerRedis.Redis({ url: cluster.url, token: cluster.token, enableTelemetry: false });
+  const redis = new Redis({ url: cluster.url, token: cluster.token });
+  for (const [limiter, admits] of [[Ratelimit.slidingWindow(10, "1 h"), 3], [Ratelimit.fixedWindow(10, "1 h"), 2]]) {
+    const name = prefix();
+    const ratelimit = new Ratelimit({ redis, limiter, prefix: name, keys: "cluster", dynamicLimits: true, ephemeralCache: false });
+    await admin.set(`${name}:dynamic:global`, "2.5");
+    const answers = [];
+    for (let i = 0; i < 5; i++) answers.push(await ratelimit.limit("user"));
+    assert.deepEqual(answers.map((answer) => answer.success), [0, 1, 2, 3, 4].map((i) => i < admits), `${admits} under 2.5`);
+    assert.ok(answers.every((answer) => answer.limit === admits && answer.reason === undefined), JSON.stringify(answers));
+    for (const paused of ["0", "-1"]) {
+      await admin.set(`${name}:dynamic:global`, paused);
+      const answer = await ratelimit.limit("paused");
+      assert.equal(answer.success, false, paused);
+      assert.equal(answer.limit, 0, paused);
+    }
+    await ratelimit.setDynamicLimit({ limit: 4 });
+    assert.deepEqual(await ratelimit.getDynamicLimit(), { dynamicLimit: 4 });
+    const answer = await ratelimit.limit("paused");
+    assert.equal(answer.success, true);
+    assert.equal(answer.limit, 4);
+    await ratelimit.setDynamicLimit({ limit: false });
+    assert.equal((await ratelimit.limit("paused")).limit, 10);
+  }
 });
 
 test("with `keys: \"cluster\"`, every algorithm admits exactly its limit, over every master", { skip: noGateway }, async () => {
