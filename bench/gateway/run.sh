@@ -20,6 +20,19 @@ GATEWAY="$(bash "$ROOT/bench/gateway/build.sh")"
 LOAD="$(dirname "$GATEWAY")/examples/load"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# A cluster node's bus listens 10,000 ports higher: at most 55535 (redis-server refuses above), bus free.
+free_cluster_port() {
+  python3 -c '
+import socket
+while True:
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+    if port > 55535: continue
+    bus = socket.socket()
+    try: bus.bind(("127.0.0.1", port + 10000))
+    except OSError: continue
+    finally: bus.close()
+    print(port); break'
+}
 RPORT=$(free_port)
 GPORT=$(free_port)
 PIDS=()
@@ -71,7 +84,7 @@ done
 # gateway in front of it.
 CPORTS=()
 for _ in 1 2 3 4 5 6; do
-  port=$(free_port)
+  port=$(free_cluster_port)
   CPORTS+=("$port")
   redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --cluster-enabled yes \
     --cluster-config-file "$CLUSTER_DIR/nodes-$port.conf" --dir "$CLUSTER_DIR" >/dev/null &

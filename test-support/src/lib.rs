@@ -66,6 +66,18 @@ pub fn free_port() -> u16 {
         .expect("no free loopback port")
 }
 
+/// A free loopback port for a cluster node, whose cluster bus listens 10,000 ports higher: at most
+/// 55535 (redis-server refuses to start above), with that bus port free too.
+fn free_cluster_port() -> u16 {
+    loop {
+        let port = free_port();
+        let bus_free = port <= 55_535 && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok();
+        if bus_free {
+            return port;
+        }
+    }
+}
+
 fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
     let deadline = Instant::now() + STARTUP;
     while Instant::now() < deadline {
@@ -430,7 +442,7 @@ impl Cluster {
             dir,
         };
         for _ in 0..6 {
-            let port = free_port();
+            let port = free_cluster_port();
             let child = Command::new("redis-server")
                 .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
                 .args(["--save", "", "--appendonly", "no"])

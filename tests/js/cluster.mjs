@@ -5,12 +5,33 @@
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { gatewayAclFileLine } from "../../scripts/gateway_acl.mjs";
 import { freePort, processGroup, until } from "../../scripts/regions.mjs";
 
 const run = promisify(execFile);
+
+/**
+ * A free loopback port for a cluster node, whose cluster bus listens 10,000 ports higher: at most 55535
+ * (redis-server refuses to start above), with that bus port free too.
+ */
+async function freeClusterPort() {
+  for (;;) {
+    const port = await freePort();
+    if (port <= 55_535 && (await isFree(port + 10_000))) return port;
+  }
+}
+
+/** Whether nothing listens on loopback `port`. */
+function isFree(port) {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+  });
+}
 
 /** `redis-cli -p port ...args` as the `default` user: its output, trimmed. */
 async function cli(port, ...args) {
@@ -32,7 +53,7 @@ export async function startCluster() {
     const aclFile = join(dir, "users.acl");
     writeFileSync(aclFile, gatewayAclFileLine(password));
     const ports = [];
-    for (let i = 0; i < 6; i++) ports.push(await freePort());
+    for (let i = 0; i < 6; i++) ports.push(await freeClusterPort());
     for (const port of ports) {
       start("redis-server", [
         "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
