@@ -2,10 +2,11 @@
 //! redis-server) behind the gateway's `--redis-cluster`: the cluster key layout admits exactly the
 //! limit under concurrency and spreads identifiers over every master; the default layout is refused
 //! by the cluster with an error naming the option, in either fail mode; the keys shared by every
-//! identifier (deny list, analytics events, dynamic limit) are reached beside the script.
+//! identifier (deny list, analytics events, dynamic limit) are reached beside the script; a master
+//! killed while clients decide loses no admitted request.
 //!
-//! One cluster serves every test of the file, in one test function: a cluster of six is the slow
-//! part (two cores keep up with one at a time, see `gateway/tests/cluster.rs`).
+//! One cluster serves the tests that leave it whole, in one test function; the failover test kills a
+//! master of its own. A cluster of six is the slow part, so they run one at a time ([`Cluster`]).
 
 #![cfg(not(target_arch = "wasm32"))]
 
@@ -323,4 +324,89 @@ fn the_multi_region_cluster_layout_refuses_dynamic_limits() {
     .with_dynamic_limits(true)
     .with_key_layout(KeyLayout::Cluster);
     assert!(matches!(multi, Err(Error::Unsupported { .. })));
+}
+
+/// 32 clients decide through the gateway while a master is killed: every call is answered (the fail
+/// mode while the dead master's slots have none), no request Redis admitted is missing from its
+/// identifier's count afterwards, and the gateway decides again once the replica has taken over,
+/// without a restart. The window of failed calls is printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_master_killed_while_clients_decide_loses_no_admitted_request() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    const LARGE: u64 = 1_000_000;
+    let mut cluster = Cluster::start(1_000);
+    let gateway = Gateway::start_with(&[
+        "--redis-cluster",
+        &cluster.urls(),
+        "--token",
+        TOKEN,
+        "--timeout-ms",
+        "2000",
+    ]);
+    let rule = FixedWindow::new(LARGE, Duration::from_secs(3600)).unwrap();
+    let limiter = Arc::new(
+        limit(&gateway, rule.into(), "cl-failover", KeyLayout::Cluster)
+            .with_fail_mode(FailMode::Closed),
+    );
+    let started = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..32)
+        .map(|client| {
+            let (limiter, stop) = (Arc::clone(&limiter), Arc::clone(&stop));
+            tokio::spawn(async move {
+                let identifier = format!("client-{client}");
+                let (mut admitted, mut failed) = (0u64, Vec::new());
+                while !stop.load(Ordering::Relaxed) {
+                    let sent = started.elapsed();
+                    let response = limiter.limit(&identifier, 1.0).await.unwrap();
+                    match response.reason {
+                        None if response.success => admitted += 1,
+                        None => panic!("denied under a limit never reached: {response:?}"),
+                        Some(reason) => {
+                            assert!(!response.success, "the closed fail mode admitted");
+                            assert!(matches!(reason, Reason::Error | Reason::Timeout));
+                            failed.push((sent, started.elapsed()));
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                        }
+                    }
+                }
+                (identifier, admitted, failed)
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    let victim = cluster.masters()[0];
+    let killed_at = started.elapsed();
+    cluster.kill(victim);
+    tokio::task::block_in_place(|| cluster.wait_ok(Duration::from_secs(30)));
+    let healed_at = started.elapsed();
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    stop.store(true, Ordering::Relaxed);
+
+    let (mut total, mut failures) = (0, Vec::new());
+    for client in clients {
+        let (identifier, admitted, mut failed) = client.await.unwrap();
+        let counted = LARGE as f64 - limiter.get_remaining(&identifier).await.unwrap().remaining;
+        assert!(
+            counted >= admitted as f64,
+            "{identifier}: {admitted} admitted, {counted} counted"
+        );
+        let after = limiter.limit(&identifier, 1.0).await.unwrap();
+        assert!(after.success && after.reason.is_none(), "{after:?}");
+        total += admitted;
+        failures.append(&mut failed);
+    }
+    let window = failures
+        .iter()
+        .map(|f| f.0)
+        .min()
+        .zip(failures.iter().map(|f| f.1).max());
+    eprintln!(
+        "failover: master :{victim} killed at {killed_at:?}, cluster whole at {healed_at:?}; \
+         {total} admitted, all counted; {} calls failed (closed), sent/answered within {window:?}",
+        failures.len()
+    );
 }

@@ -13,10 +13,6 @@ use common::*;
 use serde_json::{json, Value as Json};
 use test_support::{gateway_refusal, Cluster, Gateway, GATEWAY_PASSWORD, TOKEN};
 
-/// The tests of this file start a cluster of six each: one at a time, so that two cores keep up
-/// with the cluster's heartbeats (a node late by `cluster-node-timeout` would be failed over).
-static ONE_CLUSTER_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 /// How soon a dead master's replica takes over.
 const NODE_TIMEOUT_MS: u64 = 1000;
 
@@ -34,7 +30,6 @@ fn result(reply: &Reply) -> &Json {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commands_pipelines_and_transactions_are_routed_by_slot() {
-    let _one = ONE_CLUSTER_AT_A_TIME.lock().await;
     let cluster = Cluster::start(NODE_TIMEOUT_MS);
     let gw = Gateway::start_with(&["--redis-cluster", &cluster.urls(), "--token", TOKEN]);
     let c = http();
@@ -152,7 +147,6 @@ async fn commands_pipelines_and_transactions_are_routed_by_slot() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reply_bound_tokens_file_and_acl_check_on_a_cluster() {
-    let _one = ONE_CLUSTER_AT_A_TIME.lock().await;
     let cluster = Cluster::start(NODE_TIMEOUT_MS);
     let gw = Gateway::start_with(&[
         "--redis-cluster",
@@ -240,7 +234,6 @@ if n <= tonumber(ARGV[1]) then return 1 else return 0 end";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_callers_are_admitted_exactly_up_to_the_limit() {
-    let _one = ONE_CLUSTER_AT_A_TIME.lock().await;
     let cluster = Cluster::start(NODE_TIMEOUT_MS);
     let gw = Gateway::start_with(&["--redis-cluster", &cluster.urls(), "--token", TOKEN]);
     const LIMIT: i64 = 50;
@@ -291,7 +284,6 @@ async fn concurrent_callers_are_admitted_exactly_up_to_the_limit() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_master_killed_under_load_is_replaced_without_losing_acknowledged_writes() {
-    let _one = ONE_CLUSTER_AT_A_TIME.lock().await;
     let mut cluster = Cluster::start(NODE_TIMEOUT_MS);
     let gw = Gateway::start_with(&[
         "--redis-cluster",

@@ -417,12 +417,18 @@ struct Node {
     process: Process,
 }
 
+/// Held by each [`Cluster`] while it runs: the clusters of a test binary run one at a time, so that
+/// two cores keep up with their heartbeats (a node late by `cluster-node-timeout` would be failed
+/// over).
+static ONE_CLUSTER_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// A Redis Cluster of three masters with one replica each, on free loopback ports, with the
 /// gateway's ACL users (as [`Redis`]) on every node. Every process is killed and its files
-/// removed on drop (also when a test panics).
+/// removed on drop (also when a test panics). One runs at a time in a test binary.
 pub struct Cluster {
     nodes: Vec<Node>,
     dir: PathBuf,
+    _turn: std::sync::MutexGuard<'static, ()>,
 }
 
 impl Cluster {
@@ -431,6 +437,10 @@ impl Cluster {
     /// `redis-cli --cluster create --cluster-replicas 1`, and waits until every node says
     /// `cluster_state:ok`.
     pub fn start(node_timeout_ms: u64) -> Self {
+        // A test that panicked with its cluster leaves the lock poisoned, and the cluster gone.
+        let turn = ONE_CLUSTER_AT_A_TIME
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let dir = std::env::temp_dir().join(format!(
             "edgelimit-cluster-{}-{}",
             std::process::id(),
@@ -440,6 +450,7 @@ impl Cluster {
         let mut cluster = Self {
             nodes: Vec::new(),
             dir,
+            _turn: turn,
         };
         for _ in 0..6 {
             let port = free_cluster_port();
