@@ -83,7 +83,14 @@ function countingFetch() {
   return counter;
 }
 
+/** Waits for the next hour when less than `spanMs` is left of this one, so that a test shorter than that writes its events in one hourly bucket. */
+async function inOneHourFor(spanMs) {
+  const left = 3_600_000 - (Date.now() % 3_600_000);
+  if (left < spanMs) await new Promise((resolve) => setTimeout(resolve, left + 100));
+}
+
 test("with `keys: \"cluster\"`, the deny list is checked in the decision's request and counted, and analytics are written in `pending`", { skip: noGateway }, async () => {
+  await inOneHourFor(20_000);
   const name = prefix();
   const admin = new peerRedis.Redis({ url: cluster.url, token: cluster.token, enableTelemetry: false });
   await admin.sadd(`${name}:denyList:all`, "6.6.6.6", "bad-id");
