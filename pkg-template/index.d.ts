@@ -88,8 +88,8 @@ export interface RatelimitConfig {
    * reached beside the decision's script, as `@upstash/ratelimit` reaches them: the deny list
    * (`enableProtection`) by a command in the decision's own request, so a denied request is counted by
    * the limit, as the peer counts it; the analytics event in `pending`; the dynamic limit
-   * (`dynamicLimits`) read before the decision, a second round trip (`MultiRegionRatelimit` cannot have
-   * it: the constructor throws a `TypeError`). Without it, a call refused by a cluster (`CROSSSLOT`)
+   * (`dynamicLimits`) read before the decision, a second round trip (`MultiRegionRatelimit`: in each
+   * region, before that region's decision). Without it, a call refused by a cluster (`CROSSSLOT`)
    * rejects whatever `failMode` says.
    */
   keys?: "upstash" | "cluster";

@@ -30,8 +30,9 @@ pub enum KeyLayout {
     ///   request), so a denied request **is counted** by the limit, as the peer counts it (the default
     ///   layout denies it without counting);
     /// - the analytics event is written by a `ZINCRBY` in the pending work, once the answer is known;
-    /// - the dynamic limit is read by a `GET` before the script, which applies it as its capacity:
-    ///   on a cluster, dynamic limits cost a second round trip.
+    /// - the dynamic limit is read by a `GET` before the script, which applies it as its capacity
+    ///   (by `MultiRegionRatelimit` in each region, before that region's script): on a cluster,
+    ///   dynamic limits cost a second round trip.
     Cluster,
 }
 

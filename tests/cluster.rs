@@ -2,8 +2,8 @@
 //! redis-server) behind the gateway's `--redis-cluster`: the cluster key layout admits exactly the
 //! limit under concurrency and spreads identifiers over every master; the default layout is refused
 //! by the cluster with an error naming the option, in either fail mode; the keys shared by every
-//! identifier (deny list, analytics events, dynamic limit) are reached beside the script; a master
-//! killed while clients decide loses no admitted request.
+//! identifier (deny list, analytics events, dynamic limit, `MultiRegionRatelimit`'s too) are reached
+//! beside the script; a master killed while clients decide loses no admitted request.
 //!
 //! One cluster serves the tests that leave it whole, in one test function; the failover test kills a
 //! master of its own. A cluster of six is the slow part, so they run one at a time ([`Cluster`]).
@@ -92,6 +92,7 @@ async fn on_a_redis_cluster() {
     the_multi_region_mode_keeps_its_keys_in_one_slot(&gateway).await;
     the_deny_list_is_checked_in_the_same_request_and_counted(&gateway).await;
     dynamic_limits_are_read_first_and_rounded_as_the_scripts_round_them(&gateway).await;
+    multi_region_dynamic_limits_are_read_first_in_each_region(&gateway).await;
 }
 
 /// `command` sent to the cluster through `gateway`.
@@ -241,6 +242,62 @@ async fn dynamic_limits_are_read_first_and_rounded_as_the_scripts_round_them(gat
     }
 }
 
+/// `MultiRegionRatelimit`'s dynamic limit on the cluster layout, read by a `GET` in each region before
+/// its script, rounded as the multi-region scripts round it with the default layout: 2.5 admits 2
+/// under every algorithm (the multi-region sliding window rounds down, unlike `Ratelimit`'s), 0 and a
+/// negative limit pause, and `set_dynamic_limit` reaches every region and reads back.
+async fn multi_region_dynamic_limits_are_read_first_in_each_region(gateway: &Gateway) {
+    for rule in hour_limits(10) {
+        let prefix = format!("cl-mr-dyn-{}", rule.name().replace(' ', "-"));
+        let (counting, traffic) = Counting::new(transport(gateway, TOKEN));
+        let limiter = MultiRegionRatelimit::new(vec![counting], rule)
+            .unwrap()
+            .with_prefix(&prefix)
+            .with_ephemeral_cache(None)
+            .with_dynamic_limits(true)
+            .with_key_layout(KeyLayout::Cluster)
+            .unwrap();
+        let limit_key = format!("{prefix}:dynamic:global");
+        command(gateway, &["SET", &limit_key, "2.5"]).await;
+        decided(limiter.limit("warm", 0.0).await.unwrap()).unwrap();
+        traffic.take();
+        let mut count = 0;
+        for _ in 0..5 {
+            let response = limiter.limit("u", 1.0).await.unwrap();
+            assert_eq!(response.limit, 2, "{rule:?}");
+            count += usize::from(decided(response).unwrap());
+        }
+        assert_eq!(count, 2, "{rule:?} under 2.5");
+        assert_eq!(traffic.take().0, 10, "a GET, then the script");
+        for paused in ["0", "-1"] {
+            command(gateway, &["SET", &limit_key, paused]).await;
+            let response = limiter.limit("p", 1.0).await.unwrap();
+            assert_eq!((response.success, response.limit), (false, 0), "{paused}");
+            assert_eq!(response.reason, None, "{paused}");
+        }
+
+        // Two regions (two tokens, one cluster): the limit is written to both and read in each.
+        let two = MultiRegionRatelimit::new(
+            vec![transport(gateway, TOKEN), transport(gateway, OTHER_TOKEN)],
+            rule,
+        )
+        .unwrap()
+        .with_prefix(&prefix)
+        .with_ephemeral_cache(None)
+        .with_key_layout(KeyLayout::Cluster)
+        .unwrap()
+        .with_dynamic_limits(true);
+        two.set_dynamic_limit(Some(4)).await.unwrap();
+        assert_eq!(two.dynamic_limit().await.unwrap(), Some(4));
+        assert_eq!(limiter.dynamic_limit().await.unwrap(), Some(4));
+        let response = two.limit("p", 1.0).await.unwrap();
+        assert_eq!((response.success, response.limit), (true, 4), "{rule:?}");
+        two.set_dynamic_limit(None).await.unwrap();
+        assert_eq!(two.dynamic_limit().await.unwrap(), None);
+        assert_eq!(two.limit("p", 1.0).await.unwrap().limit, 10, "{rule:?}");
+    }
+}
+
 /// 64 callers per identifier, 8 identifiers, each algorithm: exactly the limit each, keys on every
 /// master, and a reset that empties an identifier's keys.
 async fn every_algorithm_admits_exactly_its_limit_over_every_master(
@@ -330,15 +387,22 @@ async fn the_multi_region_mode_keeps_its_keys_in_one_slot(gateway: &Gateway) {
 }
 
 #[test]
-fn the_multi_region_cluster_layout_refuses_dynamic_limits() {
-    let multi = MultiRegionRatelimit::new(
-        vec![HttpTransport::new("http://127.0.0.1:9", TOKEN).unwrap()],
-        hour_limits(LIMIT)[0],
-    )
-    .unwrap()
-    .with_dynamic_limits(true)
-    .with_key_layout(KeyLayout::Cluster);
-    assert!(matches!(multi, Err(Error::Unsupported { .. })));
+fn the_multi_region_cluster_layout_takes_dynamic_limits_enabled_before_or_after() {
+    let multi = || {
+        MultiRegionRatelimit::new(
+            vec![HttpTransport::new("http://127.0.0.1:9", TOKEN).unwrap()],
+            hour_limits(LIMIT)[0],
+        )
+        .unwrap()
+    };
+    let before = multi()
+        .with_dynamic_limits(true)
+        .with_key_layout(KeyLayout::Cluster);
+    assert!(before.is_ok());
+    let after = multi()
+        .with_key_layout(KeyLayout::Cluster)
+        .map(|multi| multi.with_dynamic_limits(true));
+    assert!(after.is_ok());
 }
 
 /// 32 clients decide through the gateway while a master is killed: every call is answered (the fail

@@ -137,12 +137,12 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
         })
     }
 
-    /// The same limit with its keys laid out as `key_layout` says; [`KeyLayout::Cluster`] refuses
-    /// dynamic limits, enabled before or after: the multi-region scripts read the dynamic limit
-    /// themselves, and a script on a Redis Cluster reaches one hash slot.
+    /// The same limit with its keys laid out as `key_layout` says. With [`KeyLayout::Cluster`] and
+    /// dynamic limits, each region's dynamic limit is read by a `GET` before its decision's script,
+    /// which applies it as its capacity (a script on a Redis Cluster reaches one hash slot): a second
+    /// round trip per region.
     pub fn with_key_layout(mut self, key_layout: KeyLayout) -> Result<Self> {
         self.key_layout = key_layout;
-        self.check_layout()?;
         Ok(self)
     }
 
@@ -166,8 +166,8 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
     }
 
     /// The same limit with dynamic limits on or off: when on, the limit stored under
-    /// `<prefix>:dynamic:global` in a region replaces the capacity there.
-    /// With [`KeyLayout::Cluster`], every decision is then refused.
+    /// `<prefix>:dynamic:global` in a region replaces the capacity there (read before the decision
+    /// with [`KeyLayout::Cluster`], see [`MultiRegionRatelimit::with_key_layout`]).
     pub fn with_dynamic_limits(mut self, enabled: bool) -> Self {
         self.limit_key = limit_key(&self.prefix, enabled);
         self
@@ -362,21 +362,26 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
             for (index, region) in self.regions.iter().enumerate() {
                 let (region, plan, id) = (Arc::clone(region), Arc::clone(&plan), Arc::clone(&id));
                 let limit_key = self.limit_key.clone();
+                let read_first = self.key_layout == KeyLayout::Cluster;
                 let clock = Arc::clone(&self.clock);
                 let elapsed = move || Duration::from_micros(clock.now_micros().saturating_sub(now));
                 flight.push(
                     index,
                     Box::pin(async move {
-                        let decided = region::decide(
-                            &region,
-                            &rule,
-                            &plan,
-                            now,
-                            &id,
-                            cost,
-                            limit_key.as_deref(),
-                            elapsed,
-                        )
+                        let decided = async {
+                            // A script on a Redis Cluster cannot reach the dynamic limit: read it
+                            // first, in this region, and decide with it as the capacity.
+                            let (rule, limit_key) = match limit_key.as_deref() {
+                                Some(limit_key) if read_first => {
+                                    (region::dynamic_rule(&region, rule, limit_key).await?, None)
+                                }
+                                limit_key => (rule, limit_key),
+                            };
+                            region::decide(
+                                &region, &rule, &plan, now, &id, cost, limit_key, elapsed,
+                            )
+                            .await
+                        }
                         .await;
                         Event::Decided(decided)
                     }),
@@ -529,8 +534,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
         })
     }
 
-    /// The base key of `identifier` (not empty) in the key layout; with the cluster layout, dynamic
-    /// limits enabled after the layout are refused here.
+    /// The base key of `identifier` (not empty) in the key layout.
     fn key(&self, identifier: &str) -> Result<String> {
         if identifier.is_empty() {
             return Err(Error::InvalidParameter {
@@ -540,18 +544,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
                 reason: "must not be empty",
             });
         }
-        self.check_layout()?;
         self.key_layout.key(&self.prefix, identifier)
-    }
-
-    /// Whether the key layout can have dynamic limits when enabled: not the cluster layout.
-    fn check_layout(&self) -> Result<()> {
-        if self.key_layout == KeyLayout::Cluster && self.limit_key.is_some() {
-            return Err(Error::Unsupported {
-                what: "the cluster key layout (`KeyLayout::Cluster`) with the dynamic limits of a multi-region limit yet: its scripts read the dynamic limit, one key for every identifier, and a script on a Redis Cluster reaches one hash slot".to_owned(),
-            });
-        }
-        Ok(())
     }
 
     fn cost(&self, rate: f64) -> Result<Cost> {

@@ -4,7 +4,10 @@
 use super::state::{self, Ledger};
 use crate::algorithm::{Algorithm, Cost, Policy};
 use crate::error::{Error, Result};
-use crate::redis::{number_in, Reply, RestClient, MULTI_BUCKET, MULTI_MERGE, MULTI_WINDOW};
+use crate::ratelimit::with_dynamic_capacity;
+use crate::redis::{
+    number_in, read_limit, Reply, RestClient, MULTI_BUCKET, MULTI_MERGE, MULTI_WINDOW,
+};
 use crate::transport::Transport;
 use std::time::Duration;
 
@@ -158,6 +161,21 @@ pub async fn decide<T: Transport>(
         limit,
         ledgers,
     })
+}
+
+/// `rule` with the capacity the dynamic limit in `limit_key` gives it in one region, read by a `GET`
+/// as the multi-region scripts read it (a fraction rounded down for every algorithm, the sliding
+/// window's too; negative is 0; at most 2^53 - 1), or `rule` itself when none is stored: for a
+/// decision that cannot reach the key (a Redis Cluster), which then runs without it.
+pub async fn dynamic_rule<T: Transport>(
+    client: &RestClient<T>,
+    rule: Algorithm,
+    limit_key: &str,
+) -> Result<Algorithm> {
+    match read_limit(client, limit_key, false).await? {
+        Some(capacity) => with_dynamic_capacity(rule, capacity, limit_key),
+        None => Ok(rule),
+    }
 }
 
 /// Merges `ledger` into the hash `key` of one region, giving it `ttl_ms` if it has no expiry; the

@@ -456,15 +456,10 @@ impl Ratelimit {
         else {
             return Ok((self.algorithm, None));
         };
-        let rule = self
-            .algorithm
-            .with_capacity(capacity)
-            .map_err(|error| Error::Redis {
-                message: format!(
-                    "the dynamic limit {capacity} in {limit_key} does not fit: {error}"
-                ),
-            })?;
-        Ok((rule, None))
+        Ok((
+            with_dynamic_capacity(self.algorithm, capacity, limit_key)?,
+            None,
+        ))
     }
 
     /// The answer from the local counts, when they know `key`'s current window; a request they admit
@@ -552,6 +547,21 @@ impl Ratelimit {
 /// Where the dynamic limit of `prefix` is stored, if dynamic limits are `enabled`.
 pub(crate) fn limit_key(prefix: &str, enabled: bool) -> Option<String> {
     enabled.then(|| prefix.to_owned() + DYNAMIC_LIMIT_SUFFIX)
+}
+
+/// `algorithm` with the capacity `capacity` read from the dynamic limit in `limit_key` before a
+/// decision on a Redis Cluster (see [`KeyLayout::Cluster`]); a limit the algorithm cannot take is
+/// an error, as the script's would be.
+pub(crate) fn with_dynamic_capacity(
+    algorithm: Algorithm,
+    capacity: u64,
+    limit_key: &str,
+) -> Result<Algorithm> {
+    algorithm
+        .with_capacity(capacity)
+        .map_err(|error| Error::Redis {
+            message: format!("the dynamic limit {capacity} in {limit_key} does not fit: {error}"),
+        })
 }
 
 /// The answer a backend decision gives.

@@ -201,7 +201,7 @@ impl<T: Transport> Backend for RedisBackend<T> {
     }
 
     fn dynamic_limit<'a>(&'a self, limit_key: &'a str) -> BoxFuture<'a, Result<Option<u64>>> {
-        Box::pin(self.read_limit(limit_key, false))
+        Box::pin(read_limit(&self.client, limit_key, false))
     }
 
     /// `GET`, read as the script's `capacity()` reads it: rounded up for the sliding window.
@@ -211,7 +211,7 @@ impl<T: Transport> Backend for RedisBackend<T> {
         params: Algorithm,
     ) -> BoxFuture<'a, Result<Option<u64>>> {
         let round_up = matches!(params, Algorithm::SlidingWindow(_));
-        Box::pin(self.read_limit(limit_key, round_up))
+        Box::pin(read_limit(&self.client, limit_key, round_up))
     }
 
     fn find_denied<'a>(
@@ -240,20 +240,24 @@ impl<T: Transport> Backend for RedisBackend<T> {
     }
 }
 
-impl<T: Transport> RedisBackend<T> {
-    /// The limit stored under `limit_key` (`GET`), its fraction rounded down, or up with `round_up`.
-    async fn read_limit(&self, limit_key: &str, round_up: bool) -> Result<Option<u64>> {
-        let reply = self.client.command(&["GET", limit_key]).await?;
-        match &reply {
-            Reply::Nil => Ok(None),
-            Reply::Text(text) => stored_limit(text, round_up).map(Some).ok_or_else(|| {
-                malformed(&format!(
-                    "the dynamic limit in {limit_key} is not a number: {}",
-                    quote(text)
-                ))
-            }),
-            _ => Err(malformed(&format!("GET {limit_key} returned {reply}"))),
-        }
+/// The limit stored under `limit_key` (`GET`), read as the scripts read it (see [`stored_limit`]):
+/// its fraction rounded down, or up with `round_up`. Also `MultiRegionRatelimit`'s read of a region's
+/// dynamic limit on a Redis Cluster.
+pub(crate) async fn read_limit<T: Transport>(
+    client: &RestClient<T>,
+    limit_key: &str,
+    round_up: bool,
+) -> Result<Option<u64>> {
+    let reply = client.command(&["GET", limit_key]).await?;
+    match &reply {
+        Reply::Nil => Ok(None),
+        Reply::Text(text) => stored_limit(text, round_up).map(Some).ok_or_else(|| {
+            malformed(&format!(
+                "the dynamic limit in {limit_key} is not a number: {}",
+                quote(text)
+            ))
+        }),
+        _ => Err(malformed(&format!("GET {limit_key} returned {reply}"))),
     }
 }
 

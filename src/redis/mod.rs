@@ -7,6 +7,8 @@ mod reply;
 mod rest;
 mod script;
 
+#[cfg(feature = "multi-region")]
+pub(crate) use backend::read_limit;
 pub use backend::RedisBackend;
 pub use guard::GUARDED_SCRIPTS;
 #[cfg(feature = "multi-region")]

@@ -8,7 +8,6 @@ use super::limiter::{self, Kind};
 use super::options::{self, get, JsResult};
 use super::redis::RedisConfig;
 use super::sleep::sleep;
-use crate::key_layout::KeyLayout;
 use crate::multi_region::MultiRegionRatelimit;
 use crate::ratelimit::{Pending, Remaining, Response};
 use crate::transport::FetchTransport;
@@ -76,10 +75,6 @@ impl JsMultiRegionRatelimit {
         let fail_mode = shared::fail_mode(CONTEXT, &config)?;
         let dynamic_limits = shared::flag(CONTEXT, &config, "dynamicLimits")?;
         let key_layout = shared::key_layout(CONTEXT, &config)?;
-        if key_layout == KeyLayout::Cluster && dynamic_limits {
-            let rule = "cannot go with `dynamicLimits` yet in MultiRegionRatelimit: its scripts read the dynamic limit, one key for every identifier, and a script on a Redis Cluster reaches one hash slot";
-            return Err(type_error(CONTEXT, "keys", rule, &"cluster".into()));
-        }
 
         let redis = get(&config, "redis")?;
         if !Array::is_array(&redis) || Array::from(&redis).length() == 0 {

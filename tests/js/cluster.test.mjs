@@ -4,7 +4,7 @@
 // the call with a message naming the option, whatever the fail mode; a bad `keys` throws; the keys
 // every identifier shares are reached beside the script: the deny list in the decision's request
 // (counted, as @upstash/ratelimit counts it), the analytics event in `pending`, read back by
-// @upstash/core-analytics, the dynamic limit by a GET first.
+// @upstash/core-analytics, the dynamic limit by a GET first (MultiRegionRatelimit's too, in each region).
 //
 //   bash scripts/with_gateway.sh node --test tests/js/cluster.test.mjs
 import { test, after, before } from "node:test";
@@ -63,13 +63,6 @@ test("a bad `keys` throws, naming the option and the value", () => {
   // Both values are accepted.
   new Ratelimit({ limiter, keys: "upstash" });
   new Ratelimit({ limiter, keys: "cluster" });
-});
-
-test("MultiRegionRatelimit with `keys: \"cluster\"` refuses dynamic limits, which its scripts read", () => {
-  assert.throws(
-    () => new multiRegion.MultiRegionRatelimit({ redis: [{ url: "http://127.0.0.1:9", token: "t" }], limiter: multiRegion.Ratelimit.fixedWindow(1, "1 s"), keys: "cluster", dynamicLimits: true }),
-    /`keys` cannot go with `dynamicLimits` yet/,
-  );
 });
 
 /** A `fetch` that counts the requests it forwards to the global one. */
@@ -192,6 +185,25 @@ test("MultiRegionRatelimit with `keys: \"cluster\"` admits exactly its limit", {
     const ratelimit = new MultiRegionRatelimit({ redis: [{ url: cluster.url, token: cluster.token }], limiter, prefix: prefix(), keys: "cluster", ephemeralCache: false });
     assert.equal(await admitted(() => ratelimit.limit("user:a")), LIMIT, name);
   }
+});
+
+test("MultiRegionRatelimit with `keys: \"cluster\"` and `dynamicLimits` applies each region's stored limit, read first", { skip: noGateway }, async () => {
+  const { MultiRegionRatelimit, Ratelimit: Class } = multiRegion;
+  const admin = new peerRedis.Redis({ url: cluster.url, token: cluster.token, enableTelemetry: false });
+  const name = prefix();
+  const ratelimit = new MultiRegionRatelimit({ redis: [{ url: cluster.url, token: cluster.token }], limiter: Class.fixedWindow(10, "1 h"), prefix: name, keys: "cluster", dynamicLimits: true, ephemeralCache: false });
+  await admin.set(`${name}:dynamic:global`, "3");
+  const answers = [];
+  for (let i = 0; i < 5; i++) answers.push(await ratelimit.limit("user"));
+  assert.deepEqual(answers.map((answer) => answer.success), [true, true, true, false, false]);
+  assert.ok(answers.every((answer) => answer.limit === 3 && answer.reason === undefined), JSON.stringify(answers));
+  await ratelimit.setDynamicLimit({ limit: 0 });
+  const paused = await ratelimit.limit("paused");
+  assert.equal(paused.success, false);
+  assert.equal(paused.limit, 0);
+  assert.deepEqual(await ratelimit.getDynamicLimit(), { dynamicLimit: 0 });
+  await ratelimit.setDynamicLimit({ limit: false });
+  assert.equal((await ratelimit.limit("paused")).limit, 10);
 });
 
 test("without `keys: \"cluster\"`, the CROSSSLOT refusal rejects naming the option, whatever the fail mode", { skip: noGateway }, async () => {
