@@ -50,7 +50,6 @@ fn limit(gateway: &Gateway, rule: Algorithm, prefix: &str, layout: KeyLayout) ->
     .with_prefix(prefix)
     .with_ephemeral_cache(None)
     .with_key_layout(layout)
-    .unwrap()
 }
 
 /// Whether `response` admitted, checking that Redis decided it (not the fail mode).
@@ -125,7 +124,6 @@ async fn the_deny_list_is_checked_in_the_same_request_and_counted(gateway: &Gate
         .with_prefix(prefix)
         .with_ephemeral_cache(None)
         .with_key_layout(KeyLayout::Cluster)
-        .unwrap()
         .with_protection(true)
         .unwrap()
         .with_analytics(true);
@@ -214,7 +212,6 @@ async fn dynamic_limits_are_read_first_and_rounded_as_the_scripts_round_them(gat
             .with_prefix(&prefix)
             .with_ephemeral_cache(None)
             .with_key_layout(KeyLayout::Cluster)
-            .unwrap()
             .with_dynamic_limits(true);
         let limit_key = format!("{prefix}:dynamic:global");
         command(gateway, &["SET", &limit_key, "2.5"]).await;
@@ -255,8 +252,7 @@ async fn multi_region_dynamic_limits_are_read_first_in_each_region(gateway: &Gat
             .with_prefix(&prefix)
             .with_ephemeral_cache(None)
             .with_dynamic_limits(true)
-            .with_key_layout(KeyLayout::Cluster)
-            .unwrap();
+            .with_key_layout(KeyLayout::Cluster);
         let limit_key = format!("{prefix}:dynamic:global");
         command(gateway, &["SET", &limit_key, "2.5"]).await;
         decided(limiter.limit("warm", 0.0).await.unwrap()).unwrap();
@@ -285,7 +281,6 @@ async fn multi_region_dynamic_limits_are_read_first_in_each_region(gateway: &Gat
         .with_prefix(&prefix)
         .with_ephemeral_cache(None)
         .with_key_layout(KeyLayout::Cluster)
-        .unwrap()
         .with_dynamic_limits(true);
         two.set_dynamic_limit(Some(4)).await.unwrap();
         assert_eq!(two.dynamic_limit().await.unwrap(), Some(4));
@@ -364,7 +359,6 @@ async fn the_multi_region_mode_keeps_its_keys_in_one_slot(gateway: &Gateway) {
                 .with_prefix(format!("cl-mr-{}", rule.name()))
                 .with_ephemeral_cache(None)
                 .with_key_layout(KeyLayout::Cluster)
-                .unwrap()
         };
         // One region: exactly the limit.
         let one = regions(&[TOKEN]);
@@ -384,25 +378,6 @@ async fn the_multi_region_mode_keeps_its_keys_in_one_slot(gateway: &Gateway) {
             "{rule:?} after a reset"
         );
     }
-}
-
-#[test]
-fn the_multi_region_cluster_layout_takes_dynamic_limits_enabled_before_or_after() {
-    let multi = || {
-        MultiRegionRatelimit::new(
-            vec![HttpTransport::new("http://127.0.0.1:9", TOKEN).unwrap()],
-            hour_limits(LIMIT)[0],
-        )
-        .unwrap()
-    };
-    let before = multi()
-        .with_dynamic_limits(true)
-        .with_key_layout(KeyLayout::Cluster);
-    assert!(before.is_ok());
-    let after = multi()
-        .with_key_layout(KeyLayout::Cluster)
-        .map(|multi| multi.with_dynamic_limits(true));
-    assert!(after.is_ok());
 }
 
 /// 32 clients decide through the gateway while a master is killed: every call is answered (the fail

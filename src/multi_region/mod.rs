@@ -141,9 +141,9 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
     /// dynamic limits, each region's dynamic limit is read by a `GET` before its decision's script,
     /// which applies it as its capacity (a script on a Redis Cluster reaches one hash slot): a second
     /// round trip per region.
-    pub fn with_key_layout(mut self, key_layout: KeyLayout) -> Result<Self> {
+    pub fn with_key_layout(mut self, key_layout: KeyLayout) -> Self {
         self.key_layout = key_layout;
-        Ok(self)
+        self
     }
 
     /// The same limit with keys `<prefix>:<identifier>:<window>`.
@@ -359,10 +359,10 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
             let id: Arc<str> = state::field(&rule, now, &request_id()?).into();
             let seen = self.known.get(&plan.keys[0]);
             let mut flight = Flight::new();
+            let read_first = self.key_layout == KeyLayout::Cluster;
             for (index, region) in self.regions.iter().enumerate() {
                 let (region, plan, id) = (Arc::clone(region), Arc::clone(&plan), Arc::clone(&id));
                 let limit_key = self.limit_key.clone();
-                let read_first = self.key_layout == KeyLayout::Cluster;
                 let clock = Arc::clone(&self.clock);
                 let elapsed = move || Duration::from_micros(clock.now_micros().saturating_sub(now));
                 flight.push(

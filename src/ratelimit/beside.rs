@@ -60,7 +60,7 @@ impl Ratelimit {
         };
         let answered = response(decision);
         self.learn(key, rate, &decision, now_micros);
-        let denied = (self.guards.denied_values()).zip(found.as_deref());
+        let denied = self.guards.denied_values().zip(found.as_deref());
         if let Some(index) =
             denied.and_then(|(denied, found)| denied.remember(values, found, now_ms))
         {

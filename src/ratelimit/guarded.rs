@@ -236,7 +236,9 @@ impl Ratelimit {
 
         if self.key_layout == KeyLayout::Cluster {
             let events = events_key.zip(members.as_ref());
-            return (self.limit_beside(key, cost, rate, &values, events, now_micros)).await;
+            return self
+                .limit_beside(key, cost, rate, &values, events, now_micros)
+                .await;
         }
         let deny_key = self
             .guards

@@ -166,9 +166,9 @@ impl Ratelimit {
 
     /// The same limit with its keys laid out as `key_layout` says; with [`KeyLayout::Cluster`],
     /// dynamic limits, protection and analytics reach their keys by commands of their own (see there).
-    pub fn with_key_layout(mut self, key_layout: KeyLayout) -> Result<Self> {
+    pub fn with_key_layout(mut self, key_layout: KeyLayout) -> Self {
         self.key_layout = key_layout;
-        Ok(self)
+        self
     }
 
     /// The same limit with keys `<prefix>:<identifier>`.
@@ -937,7 +937,6 @@ mod tests {
         let cluster = Ratelimit::new(Arc::clone(&shared), fixed(2, 60))
             .with_prefix("p")
             .with_key_layout(KeyLayout::Cluster)
-            .unwrap()
             .with_clock(clock.clone());
         let upstash = Ratelimit::new(Arc::clone(&shared), fixed(2, 60)).with_prefix("p");
         pollster::block_on(async {
@@ -964,13 +963,11 @@ mod tests {
         let shared = Arc::new(memory(&clock));
         let layout_first = Ratelimit::new(Arc::clone(&shared), fixed(2, 60))
             .with_key_layout(KeyLayout::Cluster)
-            .unwrap()
             .with_dynamic_limits(true)
             .with_clock(clock.clone());
         let layout_last = Ratelimit::new(Arc::clone(&shared), fixed(2, 60))
             .with_dynamic_limits(true)
             .with_key_layout(KeyLayout::Cluster)
-            .unwrap()
             .with_clock(clock.clone());
         pollster::block_on(async {
             layout_first.set_dynamic_limit(Some(3)).await.unwrap();

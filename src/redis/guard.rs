@@ -114,12 +114,12 @@ impl<T: Transport> RedisBackend<T> {
         let mut command = vec!["SMISMEMBER", key];
         command.extend(values.iter().map(String::as_str));
         let reply = self.client().command(&command).await?;
-        let flags = reply.as_array().unwrap_or_default();
-        let found: Vec<bool> = flags.iter().map(|flag| flag.as_i64() == Some(1)).collect();
-        if reply.as_array().is_none() || found.len() != values.len() {
-            return Err(malformed(&format!("SMISMEMBER {key} returned {reply}")));
+        match reply.as_array() {
+            Some(flags) if flags.len() == values.len() => {
+                Ok(flags.iter().map(|flag| flag.as_i64() == Some(1)).collect())
+            }
+            _ => Err(malformed(&format!("SMISMEMBER {key} returned {reply}"))),
         }
-        Ok(found)
     }
 
     /// `ZINCRBY key 1 member`.

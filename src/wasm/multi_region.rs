@@ -110,8 +110,7 @@ impl JsMultiRegionRatelimit {
             .with_ephemeral_cache(None)
             .with_dynamic_limits(dynamic_limits)
             .with_fail_mode(fail_mode)
-            .with_key_layout(key_layout)
-            .map_err(|error| to_js_error(CONTEXT, &error))?;
+            .with_key_layout(key_layout);
         if let Some(cache) = cache {
             limit = limit.with_shared_ephemeral_cache(cache);
         }
