@@ -95,6 +95,25 @@ pub enum Error {
         /// What was wrong with it.
         message: String,
     },
+    /// The state stored under `key` is not one the algorithm can read (a wrong type, junk, a number that
+    /// is not finite or out of range, a missing field): never decided on, never written back. Fixing
+    /// it takes `resetUsedTokens` or deleting the key.
+    #[error("corrupt state in {}: {message}", quote(.key))]
+    CorruptState {
+        /// The key holding the state.
+        key: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// An identifier the limit refuses: too long, not well-formed Unicode, or one whose keys would be
+    /// those a feature shares between every identifier.
+    #[error("invalid identifier {}: {reason}", quote_short(.identifier))]
+    InvalidIdentifier {
+        /// The identifier as given.
+        identifier: String,
+        /// Why it was refused.
+        reason: String,
+    },
 }
 
 impl Error {
@@ -110,7 +129,45 @@ impl Error {
                 | Self::CostExceedsCapacity { .. }
                 | Self::Unsupported { .. }
                 | Self::CrossSlot { .. }
+                | Self::InvalidIdentifier { .. }
         )
+    }
+
+    /// Whether this error is an outage of the store, which the fail mode answers: no reply (network,
+    /// timeout), an HTTP 5xx, an HTTP 429 (the database's own quota), or one of Redis's own replies of a
+    /// server that cannot serve now (`LOADING`, `BUSY`, `OOM`, `READONLY`, `MASTERDOWN`, `CLUSTERDOWN`,
+    /// `TRYAGAIN`). Anything else (another HTTP 4xx, any other Redis error, a malformed reply, corrupt
+    /// state, bad input) is an error in either fail mode: admitting or denying everyone would hide it.
+    pub fn is_outage(&self) -> bool {
+        match self {
+            Self::Network { .. } | Self::Timeout { .. } => true,
+            Self::Http { status, .. } => *status >= 500 || *status == 429,
+            Self::Redis { message } => {
+                let code = message.split_ascii_whitespace().next().unwrap_or_default();
+                OUTAGE_REPLIES.contains(&code)
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The error codes of Redis replies that say the server cannot serve now, not that the request or the
+/// data is wrong.
+const OUTAGE_REPLIES: [&str; 7] = [
+    "LOADING",
+    "BUSY",
+    "OOM",
+    "READONLY",
+    "MASTERDOWN",
+    "CLUSTERDOWN",
+    "TRYAGAIN",
+];
+
+/// [`quote`], cut to its first 80 characters for long text (an identifier may be 16 KiB).
+fn quote_short(text: &str) -> String {
+    match text.char_indices().nth(77) {
+        Some((cut, _)) if text.chars().nth(80).is_some() => quote(&text[..cut]) + "...",
+        _ => quote(text),
     }
 }
 
@@ -138,6 +195,68 @@ mod tests {
         ] {
             assert_eq!(quote(text), quoted);
         }
+    }
+
+    #[test]
+    fn only_outages_are_outages() {
+        let http = |status| Error::Http {
+            status,
+            message: String::new(),
+        };
+        let redis = |message: &str| Error::Redis {
+            message: message.to_owned(),
+        };
+        for outage in [
+            Error::Network {
+                message: "refused".to_owned(),
+            },
+            Error::Timeout {
+                after: std::time::Duration::from_secs(1),
+            },
+            http(500),
+            http(503),
+            http(429),
+            redis("LOADING Redis is loading the dataset in memory"),
+            redis("BUSY Redis is busy running a script"),
+            redis("OOM command not allowed when used memory > 'maxmemory'"),
+            redis("READONLY You can't write against a read only replica."),
+            redis("MASTERDOWN Link with MASTER is down"),
+            redis("CLUSTERDOWN The cluster is down"),
+            redis("TRYAGAIN Multiple keys request during rehashing of slot"),
+        ] {
+            assert!(outage.is_outage(), "{outage}");
+        }
+        for error in [
+            http(400),
+            http(401),
+            http(403),
+            http(413),
+            redis("WRONGTYPE Operation against a key holding the wrong kind of value"),
+            redis("ERR value is not an integer or out of range"),
+            redis("NOSCRIPT No matching script"),
+            redis("BUSYKEY Target key name already exists."),
+            redis("LOADINGX"),
+            Error::MalformedReply {
+                message: "x".to_owned(),
+            },
+            Error::CorruptState {
+                key: "k".to_owned(),
+                message: "x".to_owned(),
+            },
+        ] {
+            assert!(!error.is_outage(), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_long_identifier_is_cut_in_messages() {
+        let error = Error::InvalidIdentifier {
+            identifier: "é".repeat(20_000),
+            reason: "too long".to_owned(),
+        };
+        let message = error.to_string();
+        assert!(message.len() < 200, "{message}");
+        assert!(message.ends_with("...: too long"), "{message}");
     }
 
     #[test]

@@ -231,7 +231,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
             }
             let (decision, pending) = match self.decide(&key, cost, now).await {
                 Ok(decided) => decided,
-                Err(error) if error.is_invalid_input() => return Err(error),
+                Err(error) if !error.is_outage() => return Err(error),
                 Err(error) => {
                     let response = self.fail_mode_response(&error, now_ms);
                     return Ok((response, settled()));

@@ -46,7 +46,7 @@ impl Ratelimit {
         let (decision, found) = match (decided, found) {
             (Ok(decision), Ok(found)) => (decision, found),
             (Err(error), _) | (_, Err(error)) => {
-                if error.is_invalid_input() {
+                if !error.is_outage() {
                     return Err(error);
                 }
                 let response = self.fail_mode_response(&error, now_ms);

@@ -274,7 +274,7 @@ impl Ratelimit {
                 let value = index.and_then(|index| values.get(index)).cloned();
                 Ok(answer(denied_response(), value, None))
             }
-            Err(error) if error.is_invalid_input() => Err(error),
+            Err(error) if !error.is_outage() => Err(error),
             Err(error) => {
                 let response = self.fail_mode_response(&error, now_ms);
                 let pending = event(response.success);

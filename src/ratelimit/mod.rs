@@ -317,7 +317,7 @@ impl Ratelimit {
                 if let Some(counts) = &self.local_counts {
                     counts.remove(&key); // nothing learnt: the backend is asked next time
                 }
-                if error.is_invalid_input() {
+                if !error.is_outage() {
                     return Err(error);
                 }
                 let now_micros = cached_now.unwrap_or_else(|| self.clock.now_micros());
