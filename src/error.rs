@@ -105,14 +105,25 @@ pub enum Error {
         /// What is wrong with it.
         message: String,
     },
-    /// An identifier the limit refuses: too long, not well-formed Unicode, or one whose keys would be
-    /// those a feature shares between every identifier.
+    /// An identifier the limit refuses: not well-formed Unicode, or one whose keys would be those a
+    /// feature shares between every identifier.
     #[error("invalid identifier {}: {reason}", quote_short(.identifier))]
     InvalidIdentifier {
         /// The identifier as given.
         identifier: String,
         /// Why it was refused.
         reason: String,
+    },
+    /// An identifier, or a value of a request (`ip`, `userAgent`, ...), longer than a limit takes
+    /// ([`crate::MAX_IDENTIFIER_BYTES`]).
+    #[error("`{field}` of {bytes} bytes: must be at most {max} bytes of UTF-8")]
+    TooLong {
+        /// What was too long (`identifier`, `ip`, ...).
+        field: &'static str,
+        /// Its length in bytes of UTF-8.
+        bytes: usize,
+        /// The most taken.
+        max: usize,
     },
 }
 
@@ -130,6 +141,7 @@ impl Error {
                 | Self::Unsupported { .. }
                 | Self::CrossSlot { .. }
                 | Self::InvalidIdentifier { .. }
+                | Self::TooLong { .. }
         )
     }
 

@@ -41,6 +41,7 @@ mod clock;
 mod decision;
 mod duration;
 mod error;
+mod identifier;
 mod key_hasher;
 mod key_layout;
 mod maybe_send;
@@ -59,6 +60,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
 pub use duration::{duration_from_millis, parse_duration, MAX_DURATION_MS};
 pub use error::{Error, Result};
+pub use identifier::MAX_IDENTIFIER_BYTES;
 pub use key_layout::KeyLayout;
 pub use maybe_send::{BoxFuture, MaybeSendSync};
 #[cfg(feature = "multi-region")]

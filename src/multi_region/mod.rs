@@ -68,6 +68,7 @@ use crate::algorithm::{Algorithm, Cost, MAX_COUNT};
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::{quote, Error, Result};
+use crate::identifier::SharedKeys;
 use crate::key_layout::KeyLayout;
 use crate::maybe_send::BoxFuture;
 use crate::ratelimit::deadline::Deadline;
@@ -534,8 +535,14 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
         })
     }
 
-    /// The base key of `identifier` (not empty) in the key layout.
+    /// The base key of `identifier` (not empty, not too long, not reaching the dynamic limit's key) in
+    /// the key layout.
     fn key(&self, identifier: &str) -> Result<String> {
+        let shared = SharedKeys {
+            dynamic_limit: self.limit_key.is_some(),
+            ..SharedKeys::default()
+        };
+        shared.check(identifier)?;
         if identifier.is_empty() {
             return Err(Error::InvalidParameter {
                 algorithm: "ratelimit",

@@ -18,6 +18,7 @@ use super::deny_list::{self, DeniedValues};
 use super::{response, Pending, Ratelimit, Reason, Response};
 use crate::backend::{Events, Guard, Guarded};
 use crate::error::{Error, Result};
+use crate::identifier::{check_bytes, check_length, MAX_EVENT_BYTES};
 use crate::key_layout::KeyLayout;
 use std::sync::Arc;
 
@@ -158,6 +159,13 @@ impl Ratelimit {
         rate: f64,
         request: &Request<'_>,
     ) -> Result<Answer> {
+        for (field, value) in [
+            ("ip", request.ip),
+            ("userAgent", request.user_agent),
+            ("country", request.country),
+        ] {
+            check_length(field, value.unwrap_or_default())?;
+        }
         let values = if self.guards.protects() {
             request.values(identifier)
         } else {
@@ -207,6 +215,10 @@ impl Ratelimit {
     ) -> Result<Answer> {
         let key = self.key(identifier)?;
         let cost = self.cost(rate)?;
+        if let Some(members) = &members {
+            check_bytes("analytics event", &members.admitted, MAX_EVENT_BYTES)?;
+            check_bytes("analytics event", &members.limited, MAX_EVENT_BYTES)?;
+        }
         let now_micros = self.clock.now_micros();
         let now_ms = now_micros / 1_000;
         let events_key = members

@@ -26,6 +26,7 @@ use crate::backend::Backend;
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
+use crate::identifier::SharedKeys;
 use crate::key_layout::KeyLayout;
 use crate::maybe_send::BoxFuture;
 use deadline::Deadline;
@@ -525,8 +526,15 @@ impl Ratelimit {
     }
 
     /// The base key of `identifier` in the key layout: `<prefix>:<identifier>` (an empty identifier is
-    /// a key too, `<prefix>:`, as the peer makes it) or `<prefix>:{<identifier>}`.
+    /// a key too, `<prefix>:`, as the peer makes it) or `<prefix>:{<identifier>}`. An identifier that
+    /// is too long or would reach a key the enabled features share is refused.
     fn key(&self, identifier: &str) -> Result<String> {
+        let shared = SharedKeys {
+            dynamic_limit: self.limit_key.is_some(),
+            deny_list: self.guards.protects(),
+            analytics: self.records_events(),
+        };
+        shared.check(identifier)?;
         self.key_layout.key(&self.prefix, identifier)
     }
 

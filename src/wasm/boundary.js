@@ -16,6 +16,15 @@ export function remainingResponse(remaining, reset, limit) {
   return { remaining, reset, limit };
 }
 
+/**
+ * Whether the string `text` is well-formed Unicode: no lone surrogate, which the text's UTF-8 for
+ * Redis would turn into U+FFFD, making two identifiers one.
+ */
+export function isWellFormed(text) {
+  if (typeof text.isWellFormed === "function") return text.isWellFormed();
+  return !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(text);
+}
+
 /** The headers of every request to one server, built once per `Redis` and shared by its requests. */
 export function requestHeaders(authorization) {
   return { Authorization: authorization, "Content-Type": "application/json" };

@@ -33,11 +33,14 @@ fn bad_input(range: bool, context: &str, field: &str, text: &str, value: &JsValu
     }
 }
 
-/// The crate's error as a JavaScript one: bad input is a `RangeError`; an unsupported operation (say,
+/// The crate's error as a JavaScript one: bad input is a `RangeError`, an identifier that would reach a
+/// shared key a `TypeError`; an unsupported operation (say,
 /// dynamic limits not enabled), a key layout a Redis Cluster refuses and everything else an `Error`.
 pub fn to_js_error(context: &str, error: &Error) -> JsValue {
     let message = format!("{context}: {error}");
-    if error.is_invalid_input()
+    if matches!(error, Error::InvalidIdentifier { .. }) {
+        js_sys::TypeError::new(&message).into()
+    } else if error.is_invalid_input()
         && !matches!(error, Error::Unsupported { .. } | Error::CrossSlot { .. })
     {
         js_sys::RangeError::new(&message).into()

@@ -134,8 +134,19 @@ pub fn flag(context: &str, config: &JsValue, name: &str) -> JsResult<bool> {
 
 /// The identifier argument: a string (empty too, as the peer takes it), or a number or bigint as
 /// JavaScript writes it (`String(identifier)`, as the peer's key is made).
+/// A string with a lone surrogate is refused: its UTF-8 (U+FFFD in its place) would be another
+/// identifier's.
 pub fn identifier(context: &str, identifier: &JsValue) -> JsResult<String> {
     if let Some(text) = identifier.as_string() {
+        // U+FFFD is where a lone surrogate would be: only then is JavaScript asked.
+        if text.contains('\u{FFFD}') && !sys::is_well_formed(identifier) {
+            return Err(type_error(
+                context,
+                "identifier",
+                "must be well-formed Unicode (a lone surrogate would share the counter of U+FFFD)",
+                identifier,
+            ));
+        }
         return Ok(text);
     }
     if identifier.as_f64().is_some() || identifier.is_bigint() {

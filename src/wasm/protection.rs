@@ -182,7 +182,15 @@ fn prepare(
             if value.is_undefined() || value.is_null() {
                 return Ok(None);
             }
-            options::string(CONTEXT, field, &value, true).map(Some)
+            let text = options::string(CONTEXT, field, &value, true)?;
+            if text.len() > crate::MAX_IDENTIFIER_BYTES {
+                let reason = format!(
+                    "must be at most {} bytes of UTF-8",
+                    crate::MAX_IDENTIFIER_BYTES
+                );
+                return Err(range_error(CONTEXT, field, &reason, &value));
+            }
+            Ok(Some(text))
         };
         let (ip, user_agent, country) = (text("ip")?, text("userAgent")?, text("country")?);
         Request {

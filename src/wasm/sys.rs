@@ -55,6 +55,10 @@ extern "C" {
     #[wasm_bindgen(catch, js_name = limitRate)]
     pub fn limit_rate(options: &JsValue) -> Result<JsValue, JsValue>;
 
+    /// Whether the string `text` is well-formed Unicode (no lone surrogate).
+    #[wasm_bindgen(js_name = isWellFormed)]
+    pub fn is_well_formed(text: &JsValue) -> bool;
+
     /// The headers object every request of one server shares.
     #[wasm_bindgen(js_name = requestHeaders)]
     pub fn request_headers(authorization: &str) -> JsValue;
