@@ -8,8 +8,10 @@ use crate::error::{Error, Result};
 /// deny-list lookup, escaped as JSON in the worst case, stay far below the 1 MiB of one request.
 pub const MAX_IDENTIFIER_BYTES: usize = 8 * 1024;
 
-/// The longest analytics event taken (the identifier and the request's geo fields as JSON), in bytes.
-pub(crate) const MAX_EVENT_BYTES: usize = 4 * MAX_IDENTIFIER_BYTES;
+/// The longest analytics event taken (the identifier and the request's geo fields as JSON), in bytes:
+/// room for the longest identifier escaped as JSON at worst (`\u0001`: 6 bytes a byte), and 16 KiB of
+/// geo fields.
+pub(crate) const MAX_EVENT_BYTES: usize = 8 * MAX_IDENTIFIER_BYTES;
 
 /// The keys under `<prefix>:` that the enabled features share between every identifier, by their
 /// first name: an identifier equal to one of these names, or starting with it and `:`, would make its

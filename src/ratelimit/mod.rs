@@ -865,6 +865,82 @@ mod tests {
     }
 
     #[test]
+    fn only_outages_are_answered_by_the_fail_mode() {
+        let clock = ManualClock::from_millis(START_MS);
+        let http = |status| Error::Http {
+            status,
+            message: "x".into(),
+        };
+        let redis = |message: &str| Error::Redis {
+            message: message.into(),
+        };
+        let outages = [
+            http(500),
+            http(503),
+            http(429),
+            redis("LOADING Redis is loading the dataset in memory"),
+            redis("BUSY Redis is busy running a script"),
+            redis("READONLY You can't write against a read only replica."),
+        ];
+        let errors = [
+            http(400),
+            http(401),
+            http(403),
+            http(413),
+            redis("WRONGTYPE Operation against a key holding the wrong kind of value"),
+            redis("ERR value is not an integer or out of range"),
+            Error::MalformedReply {
+                message: "x".into(),
+            },
+            Error::CorruptState {
+                key: "@upstash/ratelimit:u".into(),
+                message: "tokens is nan".into(),
+            },
+        ];
+        for mode in [FailMode::Open, FailMode::Closed] {
+            for outage in &outages {
+                let (backend, _) = probe(&clock, Some(outage.clone()));
+                let limiter = Ratelimit::new(backend, fixed(2, 60)).with_fail_mode(mode);
+                let response = pollster::block_on(limiter.limit("u", 1.0)).unwrap();
+                assert_eq!(response.success, mode == FailMode::Open, "{outage}");
+                assert_eq!(response.reason, Some(Reason::Error), "{outage}");
+            }
+            for error in &errors {
+                let (backend, _) = probe(&clock, Some(error.clone()));
+                let limiter = Ratelimit::new(backend, fixed(2, 60)).with_fail_mode(mode);
+                let returned = pollster::block_on(limiter.limit("u", 1.0)).unwrap_err();
+                assert_eq!(&returned, error, "{mode:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn identifiers_that_reach_a_shared_key_never_reach_the_backend() {
+        let clock = ManualClock::from_millis(START_MS);
+        let (backend, calls) = probe(&clock, None);
+        let limiter = Ratelimit::new(backend, fixed(2, 60))
+            .with_dynamic_limits(true)
+            .with_clock(clock);
+        pollster::block_on(async {
+            for identifier in ["dynamic", "dynamic:global"] {
+                let error = limiter.limit(identifier, 1.0).await.unwrap_err();
+                assert!(matches!(error, Error::InvalidIdentifier { .. }), "{error}");
+                assert!(limiter.get_remaining(identifier).await.is_err());
+                assert!(limiter.reset_used_tokens(identifier).await.is_err());
+            }
+            let long = "x".repeat(crate::MAX_IDENTIFIER_BYTES + 1);
+            let error = limiter.limit(&long, 1.0).await.unwrap_err();
+            assert!(matches!(error, Error::TooLong { .. }), "{error}");
+            assert_eq!(
+                calls.load(Ordering::SeqCst),
+                0,
+                "nothing reached the backend"
+            );
+            assert!(limiter.limit("events:1", 1.0).await.unwrap().success);
+        });
+    }
+
+    #[test]
     fn bad_input_is_an_error_not_the_fail_mode() {
         let clock = ManualClock::from_millis(START_MS);
         let (backend, calls) = probe(&clock, None);
