@@ -186,7 +186,9 @@ impl Policy for SlidingWindow {
         match cost.against(self.limit) {
             Demand::Refund(_) => Ok(Duration::ZERO),
             Demand::TooLarge(cost) => Err(cost::never(cost, self.limit)),
-            Demand::Take(take) if self.used(state, now).saturating_add(take as u64) <= self.limit => {
+            Demand::Take(take)
+                if self.used(state, now).saturating_add(take as u64) <= self.limit =>
+            {
                 Ok(Duration::ZERO)
             }
             Demand::Take(take) => {

@@ -218,7 +218,10 @@ impl<T: Transport> Backend for RedisBackend<T> {
             let capacity = read_limit(&self.client, limit_key, round_up).await?;
             if let Some(capacity) = capacity {
                 params.with_capacity(capacity).map_err(|error| {
-                    corrupt(limit_key, format!("holds a limit the {} cannot take: {error}", params.name()))
+                    corrupt(
+                        limit_key,
+                        format!("holds a limit the {} cannot take: {error}", params.name()),
+                    )
                 })?;
             }
             Ok(capacity)

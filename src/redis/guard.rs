@@ -104,7 +104,10 @@ impl<T: Transport> RedisBackend<T> {
             if tag == "eventFailed" {
                 let events_key = guard.events.map_or("", |events| events.key);
                 let outcome = outcome(rule, script, decided, cost)?;
-                return Ok(Guarded::Unrecorded(outcome, event_error(events_key, failure)));
+                return Ok(Guarded::Unrecorded(
+                    outcome,
+                    event_error(events_key, failure),
+                ));
             }
         }
         if let Some([Reply::Text(tag), Reply::Array(found)]) = reply.as_array() {
@@ -127,7 +130,10 @@ impl<T: Transport> RedisBackend<T> {
         command.extend(values.iter().map(String::as_str));
         let reply = match self.client().command(&command).await {
             Err(Error::Redis { message }) if message.starts_with("WRONGTYPE") => {
-                return Err(corrupt(key, format!("is no set of denied values: {message}")));
+                return Err(corrupt(
+                    key,
+                    format!("is no set of denied values: {message}"),
+                ));
             }
             reply => reply?,
         };
@@ -153,7 +159,10 @@ impl<T: Transport> RedisBackend<T> {
 /// left by `@upstash/ratelimit` before 1.1.2) is [`Error::CorruptState`] naming it.
 fn event_error(key: &str, message: &str) -> Error {
     if message.starts_with("WRONGTYPE") {
-        corrupt(key, format!("is no sorted set of analytics events: {message}"))
+        corrupt(
+            key,
+            format!("is no sorted set of analytics events: {message}"),
+        )
     } else {
         Error::Redis {
             message: message.to_owned(),
