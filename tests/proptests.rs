@@ -215,3 +215,80 @@ fn any_algorithm() -> impl Strategy<Value = Algorithm> {
         .into()),
     ]
 }
+
+/// Any `f64` at all, finite or not, weighted toward the extremes.
+fn any_f64() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        any::<f64>(),
+        Just(f64::MIN),
+        Just(f64::MAX),
+        Just(-1e20),
+        Just(-1e300),
+        -1e6..1e6f64,
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+    /// Issue 22: a token bucket's wait and refill over every finite level (a peer's debt included)
+    /// settle at once, report nothing below zero, and only ever say "now" when the cost fits.
+    #[test]
+    fn token_bucket_wait_and_refill_are_bounded_over_the_whole_f64_range(
+        tokens in any_f64().prop_filter("finite", |tokens| tokens.is_finite()),
+        rate in 1..1_000u64, interval in 1..100_000u64, max in 1..1_000u64,
+        refilled_at in 0..2_000_000_000_000u64, now in 0..4_000_000_000_000_000u64,
+        cost in any_f64().prop_filter("finite", |cost| cost.is_finite()),
+    ) {
+        let rule = TokenBucket::new(rate, Duration::from_millis(interval), max).unwrap();
+        let state = Some(edgelimit::algorithm::TokenBucketState { refilled_at, tokens });
+        let cost = cost.clamp(-1e15, 1e15);
+        let transition = Algorithm::from(rule).acquire(state.map(State::from).as_ref(), now, cost).unwrap();
+        prop_assert!(transition.decision.remaining >= 0.0);
+        prop_assert!(transition.decision.remaining.is_finite());
+        prop_assert!(rule_available(rule, state, now) >= 0.0);
+        if let Ok(wait) = Algorithm::from(rule).time_until_available(state.map(State::from).as_ref(), now, cost) {
+            if wait.is_zero() && cost > 0.0 {
+                prop_assert!(transition.decision.allowed);
+            }
+        }
+        let consumed = rule.consume(state, now, cost);
+        prop_assert!(!consumed.tokens.is_nan());
+    }
+
+    /// GCRA and the windows take any arrival time or counter without overflow (debug builds panic on
+    /// one) and never report a negative remaining.
+    #[test]
+    fn stored_extremes_never_overflow_any_algorithm(
+        tat in any::<u64>(), used in any::<i64>(), current in 0..=i64::MAX as u64, previous in 0..=i64::MAX as u64,
+        now in 0..u64::MAX / 2, cost in -20..25i64,
+    ) {
+        let hour = Duration::from_secs(3_600);
+        let gcra = Gcra::new(5, hour, 5).unwrap();
+        let fixed = FixedWindow::new(5, hour).unwrap();
+        let sliding = SlidingWindow::new(5, hour).unwrap();
+        let cost = cost as f64;
+        let states: [(Algorithm, State); 3] = [
+            (gcra.into(), edgelimit::algorithm::GcraState { tat }.into()),
+            (fixed.into(), edgelimit::algorithm::FixedWindowState { window: fixed.window_index(now), used }.into()),
+            (sliding.into(), edgelimit::algorithm::SlidingWindowState { window: sliding.window_index(now), current, previous }.into()),
+        ];
+        for (rule, state) in states {
+            let decision = rule.acquire(Some(&state), now, cost).unwrap().decision;
+            prop_assert!(decision.remaining >= 0.0);
+            if cost <= rule.capacity() as f64 {
+                rule.time_until_available(Some(&state), now, cost.max(0.0)).unwrap();
+            }
+            prop_assert!(rule.available(Some(&state), now) >= 0.0);
+        }
+    }
+}
+
+/// What a token bucket could take at `now`.
+fn rule_available(
+    rule: TokenBucket,
+    state: Option<edgelimit::algorithm::TokenBucketState>,
+    now: u64,
+) -> f64 {
+    Algorithm::from(rule).available(state.map(State::from).as_ref(), now)
+}

@@ -631,7 +631,7 @@ async fn a_dynamic_limit_is_read_by_each_script_atomically_and_agrees_with_memor
         assert_eq!(admitted, 50, "{}", rule.name());
     }
 
-    // A stored limit that is not a whole number from 0 is an error, not a silent default.
+    // A stored limit that is no number is corrupt state naming its key, not a silent default.
     command(&servers, &["SET", limit_key, "zero"])
         .await
         .unwrap();
@@ -641,13 +641,13 @@ async fn a_dynamic_limit_is_read_by_each_script_atomically_and_agrees_with_memor
             .await
             .unwrap_err();
         assert!(
-            matches!(&error, Error::Redis { message } if message.contains("dynamic limit")),
+            matches!(&error, Error::CorruptState { key, .. } if key == limit_key),
             "{}: {error}",
             rule.name()
         );
     }
     assert!(matches!(
         redis.dynamic_limit(limit_key).await,
-        Err(Error::MalformedReply { .. })
+        Err(Error::CorruptState { .. })
     ));
 }

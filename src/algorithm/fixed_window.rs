@@ -5,7 +5,7 @@
 //! without being counted.
 
 use super::cost::{self, Cost, Demand};
-use super::params;
+use super::params::{self, MAX_COUNT};
 use super::{until, Policy, Transition};
 use crate::decision::Decision;
 use crate::error::Result;
@@ -87,11 +87,14 @@ impl Policy for FixedWindow {
             ),
             Demand::TooLarge(_) => (used, false, None),
             Demand::Take(take) => {
-                let used = used.saturating_add(take as i64);
-                if used <= self.limit as i64 {
-                    (used, true, Some(Duration::ZERO))
+                let after = used.saturating_add(take as i64);
+                // Past 2^53 - 1 the count is saturated: a denied request is no longer added (the
+                // script could not add it exactly, and no limit is that large).
+                let stored = if used > MAX_COUNT as i64 { used } else { after };
+                if after <= self.limit as i64 {
+                    (stored, true, Some(Duration::ZERO))
                 } else {
-                    (used, false, Some(until(reset, now)))
+                    (stored, false, Some(until(reset, now)))
                 }
             }
         };

@@ -79,7 +79,7 @@ impl Gcra {
             tat.saturating_sub((-cost * self.emission_interval as f64).floor() as u64)
                 .max(now)
         } else {
-            tat + self.span(cost)
+            tat.saturating_add(self.span(cost))
         };
         GcraState { tat }
     }

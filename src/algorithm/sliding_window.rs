@@ -55,7 +55,7 @@ impl SlidingWindow {
     fn counters(&self, state: Option<SlidingWindowState>, window: u64) -> (u64, u64) {
         match state {
             Some(state) if state.window == window => (state.current, state.previous),
-            Some(state) if state.window + 1 == window => (0, state.current),
+            Some(state) if state.window.checked_add(1) == Some(window) => (0, state.current),
             _ => (0, 0),
         }
     }
@@ -79,7 +79,7 @@ impl SlidingWindow {
 
     fn used(&self, state: Option<SlidingWindowState>, now: u64) -> u64 {
         let (current, previous) = self.counters(state, self.window_index(now));
-        current + self.weighted_previous(previous, now / 1_000)
+        current.saturating_add(self.weighted_previous(previous, now / 1_000))
     }
 
     /// How long until `take` fits, given the counters at `now` (the weighted part only decays).
@@ -102,7 +102,7 @@ impl SlidingWindow {
     /// start from the closed-form answer and step to the exact first millisecond under the same
     /// floating-point rule as [`SlidingWindow::weighted_previous`] (a step or two, so a denial is O(1)).
     fn first_fit(&self, from: u64, current: u64, previous: u64, take: u64) -> Option<u64> {
-        let need = self.limit.checked_sub(current + take)?;
+        let need = self.limit.checked_sub(current.saturating_add(take))?;
         if previous <= need {
             return Some(from); // the weighted part is at most `previous`
         }
@@ -151,7 +151,9 @@ impl Policy for SlidingWindow {
                 Some(Duration::ZERO),
             ),
             Demand::TooLarge(_) => (current, false, None),
-            Demand::Take(take) if current + weighted + take as u64 <= self.limit => {
+            Demand::Take(take)
+                if current.saturating_add(weighted).saturating_add(take as u64) <= self.limit =>
+            {
                 (current + take as u64, true, Some(Duration::ZERO))
             }
             Demand::Take(take) => (
@@ -169,7 +171,7 @@ impl Policy for SlidingWindow {
             decision: Decision {
                 allowed,
                 limit: self.limit,
-                remaining: self.limit.saturating_sub(current + weighted) as f64,
+                remaining: self.limit.saturating_sub(current.saturating_add(weighted)) as f64,
                 reset: (window + 1) * self.window_ms,
                 retry_after,
             },
@@ -184,7 +186,9 @@ impl Policy for SlidingWindow {
         match cost.against(self.limit) {
             Demand::Refund(_) => Ok(Duration::ZERO),
             Demand::TooLarge(cost) => Err(cost::never(cost, self.limit)),
-            Demand::Take(take) if self.used(state, now) + take as u64 <= self.limit => {
+            Demand::Take(take)
+                if self.used(state, now).saturating_add(take as u64) <= self.limit =>
+            {
                 Ok(Duration::ZERO)
             }
             Demand::Take(take) => {

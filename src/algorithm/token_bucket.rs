@@ -5,7 +5,8 @@
 //! at zero and lets the count go negative), and a denied request consumes nothing. A bucket that has
 //! refilled to the brim is the same as a new one, which is what the peer's key expiry makes of it too.
 //! Tokens above the maximum, which the peer's refunds leave, are kept until the next refill caps
-//! them, as the peer keeps them.
+//! them, as the peer keeps them. Tokens below zero, which older versions of the peer wrote, are a debt
+//! that refills like any missing token; `remaining` never reports them (it is 0).
 
 use super::cost::{self, Cost, Demand};
 use super::params;
@@ -101,25 +102,34 @@ impl TokenBucket {
         }
     }
 
-    /// How long from `now` until `bucket` holds `take` tokens.
+    /// How long from `now` until `bucket` holds `take` tokens: the closed form, checked by a few
+    /// steps for rounding. Computed in floating point and saturating, so that a bucket deep in debt
+    /// (tokens far below zero, as older versions of the peer left them) waits as long as a
+    /// [`Duration`] of `u64` microseconds holds, at most, in constant time.
     fn wait(&self, bucket: TokenBucketState, now: u64, take: f64) -> Duration {
-        let refilled = |steps: u64| {
-            (bucket.tokens + steps as f64 * self.refill_rate as f64).min(self.max_tokens as f64)
-        };
-        let mut steps = ((take - bucket.tokens) / self.refill_rate as f64)
-            .ceil()
-            .max(1.0) as u64;
-        while refilled(steps) < take {
-            steps += 1;
+        let rate = self.refill_rate as f64;
+        let refilled = |steps: f64| (bucket.tokens + steps * rate).min(self.max_tokens as f64);
+        let mut steps = ((take - bucket.tokens) / rate).ceil().max(1.0);
+        for _ in 0..ROUNDING_STEPS {
+            if refilled(steps) >= take {
+                break;
+            }
+            steps += 1.0;
         }
+        // `as` saturates a float beyond `u64`; the products saturate too.
         until(
             bucket
                 .refilled_at
-                .saturating_add(steps.saturating_mul(self.interval_ms)),
+                .saturating_add((steps as u64).saturating_mul(self.interval_ms)),
             now,
         )
     }
 }
+
+/// How many refill steps past the closed form [`TokenBucket::wait`] may look, for rounding: one is
+/// enough for any bucket whose numbers are exact; past 2^53 a step no longer changes the float, and the
+/// wait is beyond anything a caller waits for.
+const ROUNDING_STEPS: usize = 2;
 
 impl Policy for TokenBucket {
     type State = TokenBucketState;
@@ -160,7 +170,8 @@ impl Policy for TokenBucket {
             decision: Decision {
                 allowed,
                 limit: self.max_tokens,
-                remaining: tokens,
+                // A debt (tokens below zero) is not reported: nothing is left.
+                remaining: tokens.max(0.0),
                 reset: bucket.refilled_at.saturating_add(self.interval_ms),
                 retry_after,
             },
@@ -168,7 +179,7 @@ impl Policy for TokenBucket {
     }
 
     fn available(&self, state: Option<Self::State>, now: u64) -> f64 {
-        self.load(state, now).tokens
+        self.load(state, now).tokens.max(0.0)
     }
 
     fn time_until(&self, state: Option<Self::State>, now: u64, cost: Cost) -> Result<Duration> {
@@ -284,6 +295,30 @@ mod tests {
         assert_eq!(rule.idle_at(&state), T0 + 2_000 * MS);
         let later = rule.acquire(Some(state), T0 + 2_500 * MS, 1.0).unwrap();
         assert_eq!(later.state.refilled_at, (T0 + 2_500 * MS) / MS);
+    }
+
+    #[test]
+    fn a_bucket_deep_in_debt_waits_saturated_and_reports_nothing_left() {
+        let rule = bucket();
+        for tokens in [-2.0, -1e20, -1e300, f64::MIN] {
+            let state = Some(TokenBucketState {
+                refilled_at: T0 / MS,
+                tokens,
+            });
+            let decision = rule.acquire(state, T0, 1.0).unwrap().decision;
+            assert!(!decision.allowed, "{tokens}");
+            assert_eq!(decision.remaining, 0.0, "{tokens}");
+            assert!(decision.retry_after.unwrap() > Duration::ZERO, "{tokens}");
+            assert_eq!(rule.available(state, T0), 0.0, "{tokens}");
+            assert!(rule.time_until_available(state, T0, 1.0).is_ok());
+        }
+        // -2 tokens refill by 2 per second: 1 token after 2 seconds.
+        let state = Some(TokenBucketState {
+            refilled_at: T0 / MS,
+            tokens: -2.0,
+        });
+        let wait = rule.time_until_available(state, T0, 1.0).unwrap();
+        assert_eq!(wait, Duration::from_secs(2));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! outcome.
 
 use super::Outcome;
+use crate::error::Error;
 
 /// The deny-list check and the analytics event that travel with one decision.
 #[derive(Debug, Clone, Copy)]
@@ -34,4 +35,7 @@ pub enum Guarded {
     Denied(Vec<bool>),
     /// No value was denied: the limit decided.
     Decided(Outcome),
+    /// The limit decided, but the analytics event could not be recorded (the error says why): the
+    /// decision stands, as a side effect never decides.
+    Unrecorded(Outcome, Error),
 }

@@ -20,6 +20,7 @@ use crate::backend::{Events, Guard, Guarded};
 use crate::error::{Error, Result};
 use crate::identifier::{check_bytes, check_length, MAX_EVENT_BYTES};
 use crate::key_layout::KeyLayout;
+use crate::maybe_send::MaybeSendSync;
 use std::sync::Arc;
 
 /// What a request brings besides its identifier: the values checked against the deny list, and the
@@ -60,11 +61,22 @@ pub struct Answer {
     pub pending: Option<Pending>,
 }
 
-/// What is enabled: the deny list (with the values found in it lately), and analytics.
+/// What is told of an analytics event that could not be recorded (see
+/// [`Ratelimit::with_event_errors`]).
+#[cfg(not(target_arch = "wasm32"))]
+type EventErrors = Arc<dyn Fn(&Error) + Send + Sync>;
+/// What is told of an analytics event that could not be recorded (see
+/// [`Ratelimit::with_event_errors`]).
+#[cfg(target_arch = "wasm32")]
+type EventErrors = Arc<dyn Fn(&Error)>;
+
+/// What is enabled: the deny list (with the values found in it lately), and analytics, with what is
+/// told of an event that could not be recorded.
 #[derive(Default)]
 pub(super) struct Guards {
     denied: Option<DeniedValues>,
     analytics: bool,
+    event_errors: Option<EventErrors>,
 }
 
 impl Guards {
@@ -128,6 +140,23 @@ impl Ratelimit {
     pub fn with_analytics(mut self, enabled: bool) -> Self {
         self.guards.analytics = enabled;
         self
+    }
+
+    /// The same limit calling `hook` with the error of each analytics event that could not be
+    /// recorded (a key of another type, such as the hash `@upstash/ratelimit` before 1.1.2 left under
+    /// `<prefix>:events:<hour>`, is [`Error::CorruptState`] naming it; an outage is its own error). A
+    /// side effect never decides: the answer stays what the limit decided, and the [`Pending`] work
+    /// never fails. Without a hook, such an event is lost, as the peer loses it (with a warning).
+    pub fn with_event_errors(mut self, hook: impl Fn(&Error) + MaybeSendSync + 'static) -> Self {
+        self.guards.event_errors = Some(Arc::new(hook));
+        self
+    }
+
+    /// Tells the hook of [`Ratelimit::with_event_errors`], if any, that an event was not recorded.
+    fn unrecorded(&self, error: &Error) {
+        if let Some(hook) = &self.guards.event_errors {
+            hook(error);
+        }
     }
 
     /// How many values found in the deny list are remembered now.
@@ -194,12 +223,15 @@ impl Ratelimit {
         answer.pending = join(answer.pending.take(), Some(self.record(key, member)));
     }
 
-    /// The work adding `member` to the events `key`. An event that cannot be written is lost, as the
-    /// peer loses it (with a warning).
+    /// The work adding `member` to the events `key`. An event that cannot be written is told to the
+    /// hook of [`Ratelimit::with_event_errors`]; the work itself never fails.
     pub(super) fn record(&self, key: String, member: String) -> Pending {
         let backend = Arc::clone(&self.backend);
+        let hook = self.guards.event_errors.clone();
         Box::pin(async move {
-            let _ = backend.record_event(&key, &member).await;
+            if let (Err(error), Some(hook)) = (backend.record_event(&key, &member).await, hook) {
+                hook(&error);
+            }
         })
     }
 
@@ -273,8 +305,11 @@ impl Ratelimit {
             .backend
             .decide_guarded(&key, cost, self.algorithm, limit_key, guard)
             .await;
+        if let Ok(Guarded::Unrecorded(_, error)) = &decided {
+            self.unrecorded(error);
+        }
         match decided {
-            Ok(Guarded::Decided(outcome)) => {
+            Ok(Guarded::Decided(outcome) | Guarded::Unrecorded(outcome, _)) => {
                 let decision = outcome.decision;
                 self.learn(key, rate, &decision, now_micros);
                 Ok(answer(response(decision), None, None))

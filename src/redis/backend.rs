@@ -1,10 +1,12 @@
 //! `RedisBackend`: every algorithm as one atomic Lua script, one HTTP request per decision.
 
+use super::corrupt::corrupt;
+use super::dynamic_limit;
 use super::layout::{self, Call};
 use super::reply::Reply;
 use super::rest::{malformed, RestClient};
 use super::script::Script;
-use crate::algorithm::{Algorithm, Cost, MAX_COUNT};
+use crate::algorithm::{Algorithm, Cost};
 use crate::backend::{Backend, Guard, Guarded, Outcome};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{quote, Error, Result};
@@ -204,14 +206,26 @@ impl<T: Transport> Backend for RedisBackend<T> {
         Box::pin(read_limit(&self.client, limit_key, false))
     }
 
-    /// `GET`, read as the script's `capacity()` reads it: rounded up for the sliding window.
+    /// `GET`, read as the script's `capacity()` reads it: rounded up for the sliding window; a limit
+    /// `params` cannot take is corrupt state, as in the script.
     fn dynamic_capacity<'a>(
         &'a self,
         limit_key: &'a str,
         params: Algorithm,
     ) -> BoxFuture<'a, Result<Option<u64>>> {
         let round_up = matches!(params, Algorithm::SlidingWindow(_));
-        Box::pin(read_limit(&self.client, limit_key, round_up))
+        Box::pin(async move {
+            let capacity = read_limit(&self.client, limit_key, round_up).await?;
+            if let Some(capacity) = capacity {
+                params.with_capacity(capacity).map_err(|error| {
+                    corrupt(
+                        limit_key,
+                        format!("holds a limit the {} cannot take: {error}", params.name()),
+                    )
+                })?;
+            }
+            Ok(capacity)
+        })
     }
 
     fn find_denied<'a>(
@@ -240,23 +254,31 @@ impl<T: Transport> Backend for RedisBackend<T> {
     }
 }
 
-/// The limit stored under `limit_key` (`GET`), read as the scripts read it (see [`stored_limit`]):
-/// its fraction rounded down, or up with `round_up`. Also `MultiRegionRatelimit`'s read of a region's
-/// dynamic limit on a Redis Cluster.
+/// The limit stored under `limit_key` (`GET`), read as the scripts read it (see
+/// [`dynamic_limit::capacity`]): its fraction rounded down, or up with `round_up`. Also
+/// `MultiRegionRatelimit`'s read of a region's dynamic limit on a Redis Cluster. A value the scripts
+/// refuse (no number, or a key of another type) is [`Error::CorruptState`], as theirs.
 pub(crate) async fn read_limit<T: Transport>(
     client: &RestClient<T>,
     limit_key: &str,
     round_up: bool,
 ) -> Result<Option<u64>> {
-    let reply = client.command(&["GET", limit_key]).await?;
+    let reply = match client.command(&["GET", limit_key]).await {
+        Err(Error::Redis { message }) if message.starts_with("WRONGTYPE") => {
+            return Err(corrupt(limit_key, "is no string: not a dynamic limit"));
+        }
+        reply => reply?,
+    };
     match &reply {
         Reply::Nil => Ok(None),
-        Reply::Text(text) => stored_limit(text, round_up).map(Some).ok_or_else(|| {
-            malformed(&format!(
-                "the dynamic limit in {limit_key} is not a number: {}",
-                quote(text)
-            ))
-        }),
+        Reply::Text(text) => dynamic_limit::capacity(text, round_up)
+            .map(Some)
+            .ok_or_else(|| {
+                corrupt(
+                    limit_key,
+                    format!("holds {}, not a dynamic limit", quote(text)),
+                )
+            }),
         _ => Err(malformed(&format!("GET {limit_key} returned {reply}"))),
     }
 }
@@ -266,69 +288,12 @@ fn decimal(cost: Cost) -> String {
     crate::number::decimal(cost.get())
 }
 
-/// A dynamic limit as stored by either library (`[-]digits[.digits]`), as the scripts apply it (see
-/// `capacity` in prelude.lua): a fraction rounded down, or up with `round_up` (the sliding window); 0
-/// for a negative one; at most 2^53 - 1. Read without float parsing, which the package does not
-/// otherwise need.
-fn stored_limit(text: &str, round_up: bool) -> Option<u64> {
-    let (negative, number) = match text.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, text),
-    };
-    let (whole, fraction) = number.split_once('.').unwrap_or((number, "0"));
-    let digits = |part: &str| !part.is_empty() && part.bytes().all(|byte| byte.is_ascii_digit());
-    if !(digits(whole) && digits(fraction)) {
-        return None;
-    }
-    if negative {
-        return Some(0);
-    }
-    let whole = whole.trim_start_matches('0');
-    let up = u64::from(round_up && fraction.bytes().any(|byte| byte != b'0'));
-    Some(if whole.len() > 16 {
-        MAX_COUNT
-    } else {
-        (whole.parse::<u64>().unwrap_or(0) + up).min(MAX_COUNT)
-    })
-}
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::algorithm::{FixedWindow, TokenBucket};
     use crate::transport::HttpReply;
     use std::time::Duration;
-
-    #[test]
-    fn a_stored_dynamic_limit_is_read_as_the_peer_compares_it() {
-        for (text, limit) in [
-            ("5", Some(5)),
-            ("2.5", Some(2)),
-            ("0.5", Some(0)),
-            ("-1", Some(0)),
-            ("-0.5", Some(0)),
-            ("007", Some(7)),
-            ("99999999999999999999", Some(MAX_COUNT)),
-            ("9007199254740992", Some(MAX_COUNT)),
-            ("", None),
-            ("zero", None),
-            ("1e3", None),
-            ("1.", None),
-            (".5", None),
-            ("--1", None),
-        ] {
-            assert_eq!(stored_limit(text, false), limit, "{text:?}");
-        }
-        for (text, limit) in [
-            ("2.5", Some(3)),
-            ("2.0", Some(2)),
-            ("0.01", Some(1)),
-            ("-0.5", Some(0)),
-            ("9007199254740990.5", Some(MAX_COUNT)),
-            ("9007199254740991.5", Some(MAX_COUNT)),
-        ] {
-            assert_eq!(stored_limit(text, true), limit, "{text:?} rounded up");
-        }
-    }
 
     /// A transport answering every request with `body`, status 200.
     struct Canned(&'static str);
@@ -380,8 +345,8 @@ mod tests {
         assert_eq!(limit(r#"[{"result":"7"}]"#), Ok(Some(7)));
         assert_eq!(limit(r#"[{"result":"-1"}]"#), Ok(Some(0)));
         assert_eq!(
-            malformed_message(limit(r#"[{"result":"ten"}]"#)),
-            r#"the dynamic limit in k is not a number: "ten""#
+            limit(r#"[{"result":"ten"}]"#),
+            Err(corrupt("k", r#"holds "ten", not a dynamic limit"#))
         );
         assert_eq!(
             malformed_message(limit(r#"[{"result":{"a":[1,"\n"]}}]"#)),

@@ -7,6 +7,9 @@
 //! function, `scripts/guard/tail.lua`) that looks the values up in `<prefix>:denyList:all` with
 //! `SMISMEMBER` first and returns at once, counting nothing, when one is there; otherwise it decides
 //! as the plain script does and adds the event of the outcome to the hour's sorted set with `ZINCRBY`.
+//! An event that cannot be recorded changes nothing decided: the script wraps its reply as
+//! `{'eventFailed', error, reply}`, read as [`Guarded::Unrecorded`]. A deny list of another type than a
+//! set is a misconfiguration, answered as [`Error::CorruptState`] naming it (never admitted).
 //! The events of both outcomes are sent written out (the caller knows them), so the script only picks
 //! one. A decision is thus still one EVALSHA, coalesced with others into one `/pipeline` request, and
 //! the answer waits for nothing more than without the guard. A value found in the deny list, a rare
@@ -18,13 +21,14 @@
 //! algorithm's body, so the plain scripts need no change.
 
 use super::backend::{outcome, RedisBackend};
+use super::corrupt::corrupt;
 use super::layout::PRELUDE;
 use super::reply::Reply;
 use super::rest::malformed;
 use super::script::Script;
 use crate::algorithm::{Algorithm, Cost};
 use crate::backend::{Guard, Guarded};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::transport::Transport;
 
 /// The head of every guarded script, as sent (see build.rs).
@@ -96,6 +100,16 @@ impl<T: Transport> RedisBackend<T> {
         let reply = script
             .run(self.client(), &keys, &args, self.elapsed_since(now))
             .await?;
+        if let Some([Reply::Text(tag), Reply::Text(failure), decided]) = reply.as_array() {
+            if tag == "eventFailed" {
+                let events_key = guard.events.map_or("", |events| events.key);
+                let outcome = outcome(rule, script, decided, cost)?;
+                return Ok(Guarded::Unrecorded(
+                    outcome,
+                    event_error(events_key, failure),
+                ));
+            }
+        }
         if let Some([Reply::Text(tag), Reply::Array(found)]) = reply.as_array() {
             let found: Vec<bool> = found.iter().map(|flag| flag.as_i64() == Some(1)).collect();
             if tag != "denyList" || found.len() != values.len() || !found.contains(&true) {
@@ -109,11 +123,20 @@ impl<T: Transport> RedisBackend<T> {
         outcome(rule, script, &reply, cost).map(Guarded::Decided)
     }
 
-    /// `SMISMEMBER key values…`: whether each of `values` is in the set `key`.
+    /// `SMISMEMBER key values…`: whether each of `values` is in the set `key`; a key of another type
+    /// is a misconfiguration, [`Error::CorruptState`] naming it, as in the guarded script.
     pub(super) async fn smismember(&self, key: &str, values: &[String]) -> Result<Vec<bool>> {
         let mut command = vec!["SMISMEMBER", key];
         command.extend(values.iter().map(String::as_str));
-        let reply = self.client().command(&command).await?;
+        let reply = match self.client().command(&command).await {
+            Err(Error::Redis { message }) if message.starts_with("WRONGTYPE") => {
+                return Err(corrupt(
+                    key,
+                    format!("is no set of denied values: {message}"),
+                ));
+            }
+            reply => reply?,
+        };
         match reply.as_array() {
             Some(flags) if flags.len() == values.len() => {
                 Ok(flags.iter().map(|flag| flag.as_i64() == Some(1)).collect())
@@ -124,10 +147,26 @@ impl<T: Transport> RedisBackend<T> {
 
     /// `ZINCRBY key 1 member`.
     pub(super) async fn zincrby(&self, key: &str, member: &str) -> Result<()> {
-        self.client()
-            .command(&["ZINCRBY", key, "1", member])
-            .await
-            .map(drop)
+        match self.client().command(&["ZINCRBY", key, "1", member]).await {
+            Ok(_) => Ok(()),
+            Err(Error::Redis { message }) => Err(event_error(key, &message)),
+            Err(error) => Err(error),
+        }
+    }
+}
+
+/// The error of an analytics event Redis refused to record in `key`: a key of another type (a hash
+/// left by `@upstash/ratelimit` before 1.1.2) is [`Error::CorruptState`] naming it.
+fn event_error(key: &str, message: &str) -> Error {
+    if message.starts_with("WRONGTYPE") {
+        corrupt(
+            key,
+            format!("is no sorted set of analytics events: {message}"),
+        )
+    } else {
+        Error::Redis {
+            message: message.to_owned(),
+        }
     }
 }
 

@@ -1,6 +1,8 @@
 //! Redis over the Upstash REST protocol: the client, the scripts, and [`RedisBackend`].
 
 mod backend;
+mod corrupt;
+mod dynamic_limit;
 mod guard;
 mod layout;
 mod reply;

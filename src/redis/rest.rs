@@ -279,7 +279,7 @@ fn decode_pipeline(reply: HttpReply, count: usize) -> Result<Vec<Result<Reply>>>
 
 /// A pipeline item's outcome, from `{"result": <reply>}` or `{"error": <text>}` (other keys ignored,
 /// the last of a repeated key taken): Redis's error if it has one ([`Error::CrossSlot`] for a
-/// `CROSSSLOT`), else its result.
+/// `CROSSSLOT`, [`Error::CorruptState`] for a script's `CORRUPTSTATE`), else its result.
 fn decode_item(item: Reply) -> Result<Reply> {
     let Reply::Object(fields) = item else {
         return Err(malformed("a pipeline item is not an object"));
@@ -296,7 +296,9 @@ fn decode_item(item: Reply) -> Result<Reply> {
         Some(Reply::Text(message)) if message.starts_with("CROSSSLOT") => {
             Err(Error::CrossSlot { message })
         }
-        Some(Reply::Text(message)) => Err(Error::Redis { message }),
+        Some(Reply::Text(message)) => {
+            Err(super::corrupt::parse(&message).unwrap_or(Error::Redis { message }))
+        }
         // Not a string: its JSON text.
         Some(error) => Err(Error::Redis {
             message: error.to_string(),

@@ -4,25 +4,37 @@
 -- KEYS: counters of consecutive windows, KEYS[1] being window ARGV[2].
 -- ARGV: now (µs or ""), window of KEYS[1], window length (ms), limit, cost.
 -- ARGV[6] = '1' when the last key is the dynamic limit (see the prelude).
--- Reply: {allowed (0/1), now (µs), limit applied, window, count stored before this request}.
+-- Reply: {allowed (0/1), now (µs), limit applied, window, count stored before this request (as text)}.
 local now = now_micros()
-local keys_from, window_ms, limit, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), capacity(tonumber(ARGV[4])), tonumber(ARGV[5])
+local limit, failed = capacity(tonumber(ARGV[4]))
+if failed then
+  return failed
+end
+local keys_from, window_ms, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[5])
 local window = math.floor(math.floor(now / 1000) / window_ms)
 local key = window_of(keys_from, window)
 -- A negative count is credit the peer's refunds left: honoured, and never taken away by a refund.
-local used = tonumber(redis.call('GET', key) or '0')
+local used, text, bad = counter(key)
+if bad then
+  return bad
+end
 
-local allowed, written = 1, nil
+local allowed, delta = 1, 0
 if cost < 0 then
-  written = math.max(math.min(0, used), used + cost)
+  if used > 0 then
+    delta = math.max(-used, cost)
+  end
 elseif cost > limit then
   allowed = 0
 elseif cost > 0 then
-  written = used + cost
-  if written > limit then
+  if used + cost > limit then
     allowed = 0
+  end
+  -- Past 2^53 - 1 the count is saturated: a denied request is no longer added to it.
+  if used <= 9007199254740991 then
+    delta = cost
   end
 end
 
-store_count(key, used, written, window_ms)
-return {allowed, now, limit, window, used}
+add_count(key, delta, window_ms)
+return {allowed, now, limit, window, text}

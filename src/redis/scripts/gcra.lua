@@ -1,20 +1,31 @@
 
 -- GCRA: one key holding the theoretical arrival time (TAT) in microseconds. Mirrors Gcra::acquire in
 -- gcra.rs.
--- KEYS[1]: the TAT, a string of whole microseconds since the epoch.
+-- KEYS[1]: the TAT, a string of whole microseconds since the epoch, at most 2^53 - 1.
 -- ARGV: now (µs or ""), emission interval (µs), tolerance (µs), burst, cost.
 -- ARGV[6] = '1' when the last key is the dynamic limit (see the prelude), which replaces the burst.
 -- Reply: {allowed (0/1), now (µs), burst applied, stored TAT or -1 if none}.
 local now = now_micros()
 local interval, tolerance, burst, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 if dynamic_key ~= nil then
-  burst = capacity(burst)
+  local failed
+  burst, failed = capacity(burst)
+  if failed then
+    return failed
+  end
   tolerance = interval * burst
   if tolerance > 9007199254740991 then
-    error('edgelimit: the dynamic limit in ' .. dynamic_key .. ' makes a tolerance above 2^53 - 1 microseconds')
+    return corrupt(dynamic_key, 'holds a limit whose tolerance is above 2^53 - 1 microseconds')
   end
 end
-local stored = tonumber(redis.call('GET', KEYS[1]))
+local text, bad = read(KEYS[1], 'a GCRA arrival time', 'GET')
+if bad then
+  return bad
+end
+local stored = whole(text, 0)
+if text and stored == nil then
+  return corrupt(KEYS[1], 'holds ' .. shown(text) .. ', not whole microseconds up to 2^53 - 1')
+end
 local tat = math.max(stored or now, now)
 
 local allowed, written = 1, nil

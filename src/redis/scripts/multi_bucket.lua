@@ -15,17 +15,48 @@ local now = now_micros()
 local gcra = ARGV[2] == 'gcra'
 local a, b, c = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local cost = tonumber(ARGV[7])
-local limit
+local limit, failed = capacity(gcra and c or a)
+if failed then
+  return failed
+end
 if gcra then
-  limit = capacity(c)
   b = a * limit
 else
-  limit = capacity(a)
   a = limit
 end
 
-local current = redis.call('HGETALL', KEYS[1])
-local previous = redis.call('HGETALL', KEYS[2])
+-- The epoch's hash `key`, checked: `base` whole, `-tokens` and every request's cost finite, every other
+-- field `<time µs>:<id>`; or nil and a CORRUPTSTATE reply.
+local function epoch(key)
+  local fields, bad = read(key, 'a hash of requests', 'HGETALL')
+  if bad then
+    return nil, bad
+  end
+  for i = 1, #fields, 2 do
+    local name, value = fields[i], fields[i + 1]
+    local valid
+    if name == 'base' then
+      valid = whole(value, 0)
+    elseif name == '-tokens' then
+      valid = finite(value)
+    else
+      valid = string.find(name, '^%d+:') and whole(string.match(name, '^(%d+):'), 0) and finite(value)
+    end
+    if not valid then
+      return nil, corrupt(key, 'holds ' .. shown(value) .. ' in field ' .. shown(name))
+    end
+  end
+  return fields
+end
+
+local current, bad = epoch(KEYS[1])
+if bad then
+  return bad
+end
+local previous, bad_previous = epoch(KEYS[2])
+if bad_previous then
+  return bad_previous
+end
 
 local function field(fields, wanted)
   for i = 1, #fields, 2 do

@@ -4,11 +4,24 @@
 -- an expiry gets one.
 -- KEYS[1]: the hash.
 -- ARGV: TTL of a new hash (ms), then id, cost pairs (ARGV[6] is an id, never '1': no dynamic limit).
--- Reply: how many ids were written.
+-- Reply: how many ids were written; a stored cost that is no finite number writes none (CORRUPTSTATE).
 local key = KEYS[1]
+local stored_costs = {}
+for i = 2, #ARGV - 1, 2 do
+  local text, bad = read(key, 'a hash of requests', 'HGET', ARGV[i])
+  if bad then
+    return bad
+  end
+  if text then
+    stored_costs[i] = finite(text)
+    if stored_costs[i] == nil then
+      return corrupt(key, 'holds ' .. shown(text) .. ' in field ' .. shown(ARGV[i]))
+    end
+  end
+end
 local written = 0
 for i = 2, #ARGV - 1, 2 do
-  local stored = tonumber(redis.call('HGET', key, ARGV[i]))
+  local stored = stored_costs[i]
   local cost = tonumber(ARGV[i + 1])
   if stored == nil or stored < cost then
     redis.call('HSET', key, ARGV[i], ARGV[i + 1])

@@ -8,29 +8,49 @@
 -- Reply: {allowed (0/1), now (µs), limit applied, current window's fields, previous window's fields},
 -- the fields as HGETALL read them before this request.
 local now = now_micros()
-local window_ms, limit, cost = tonumber(ARGV[2]), capacity(tonumber(ARGV[3])), tonumber(ARGV[4])
+local limit, failed = capacity(tonumber(ARGV[3]))
+if failed then
+  return failed
+end
+local window_ms, cost = tonumber(ARGV[2]), tonumber(ARGV[4])
 local ms = math.floor(now / 1000)
 
--- The sum of a hash's costs, never below 0 (refunds are negative costs).
-local function total(fields)
+-- The hash `key` and the sum of its costs, never below 0 (refunds are negative costs); or nil, nil
+-- and a CORRUPTSTATE reply when a cost is no finite number or the key is no hash.
+local function ledger(key)
+  local fields, bad = read(key, 'a hash of request costs', 'HGETALL')
+  if bad then
+    return nil, nil, bad
+  end
   local sum = 0
   for i = 2, #fields, 2 do
-    sum = sum + (tonumber(fields[i]) or 0)
+    local spent = finite(fields[i])
+    if spent == nil then
+      return nil, nil, corrupt(key, 'holds ' .. shown(fields[i]) .. ' as the cost of ' .. shown(fields[i - 1]))
+    end
+    sum = sum + spent
   end
-  return math.max(0, sum)
+  return fields, math.max(0, sum)
 end
 
-local current = redis.call('HGETALL', KEYS[1])
+local current, used, bad = ledger(KEYS[1])
+if bad then
+  return bad
+end
 local previous, weighted = {}, 0
 if state_keys > 1 then
-  previous = redis.call('HGETALL', KEYS[2])
-  weighted = math.floor((1 - (ms % window_ms) / window_ms) * total(previous))
+  local sum, bad_previous
+  previous, sum, bad_previous = ledger(KEYS[2])
+  if bad_previous then
+    return bad_previous
+  end
+  weighted = math.floor((1 - (ms % window_ms) / window_ms) * sum)
 end
 
 local allowed = 1
 if cost > limit then
   allowed = 0
-elseif cost > 0 and total(current) + weighted + cost > limit then
+elseif cost > 0 and used + weighted + cost > limit then
   allowed = 0
 end
 

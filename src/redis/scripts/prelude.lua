@@ -9,6 +9,94 @@ local function now_micros()
   return tonumber(time[1]) * 1000000 + tonumber(time[2])
 end
 
+-- State the script cannot read is never decided on nor written back: the script writes nothing and
+-- replies `CORRUPTSTATE <length of key> <key> <what is wrong>`, which the client reads as
+-- Error::CorruptState (src/redis/corrupt.rs). Readers return the value, or nil and this reply.
+local function corrupt(key, what)
+  return redis.error_reply('CORRUPTSTATE ' .. #key .. ' ' .. key .. ' ' .. what)
+end
+
+-- A stored value quoted for a message: its first 40 bytes, anything unprintable as '?'.
+local function shown(value)
+  local text = string.gsub(string.sub(value, 1, 40), '[^%w%p ]', '?')
+  if #value > 40 then
+    text = text .. '...'
+  end
+  return '"' .. text .. '"'
+end
+
+-- The reply of `command` on `key` (with `...`), or nil and an error reply: CORRUPTSTATE when the key
+-- holds another type than `expected`, Redis's own error otherwise.
+local function read(key, expected, command, ...)
+  local reply = redis.pcall(command, key, ...)
+  if type(reply) == 'table' and reply.err then
+    if string.sub(reply.err, 1, 9) == 'WRONGTYPE' then
+      return nil, corrupt(key, 'holds a ' .. redis.call('TYPE', key).ok .. ', not ' .. expected)
+    end
+    return nil, reply
+  end
+  return reply
+end
+
+-- `text` as a whole number from `low` to 2^53 - 1, or nil: digits only, as the scripts write them.
+local function whole(text, low)
+  if type(text) ~= 'string' or not string.find(text, '^%-?%d+$') or #text > 17 then
+    return nil
+  end
+  local number = tonumber(text)
+  if number < low or number > 9007199254740991 then
+    return nil
+  end
+  return number
+end
+
+-- `text` as a finite decimal number (`-2`, `4.5`, `1e+20`, as Lua and JavaScript write numbers), or
+-- nil: no whitespace, hexadecimal, `nan` or `inf`, and nothing that overflows to infinity.
+local function finite(text)
+  if type(text) ~= 'string' or not string.find(text, '^%-?%d+%.?%d*[eE]?[%+%-]?%d*$') then
+    return nil
+  end
+  local number = tonumber(text)
+  if number == nil or number - number ~= 0 then
+    return nil
+  end
+  return number
+end
+
+-- The largest counter INCRBY holds, 2^63 - 1, as text: longer digit strings compare by length.
+local I64_MAX, I64_MIN = '9223372036854775807', '9223372036854775808'
+
+-- The window counter in `key` (0 if none) and its text: an integer INCRBY can hold, else nil and a
+-- CORRUPTSTATE reply. Beyond 2^53 - 1 in size the number is rounded, which changes no decision (every
+-- limit is smaller), and the counter is only ever changed by INCRBY of exact amounts (`add_count`).
+local function counter(key)
+  local stored, failed = read(key, 'a counter', 'GET')
+  if failed then
+    return nil, nil, failed
+  end
+  if not stored then
+    return 0, '0'
+  end
+  local sign, digits = string.match(stored, '^(%-?)([1-9]%d*)$')
+  local bound = sign == '-' and I64_MIN or I64_MAX
+  if stored ~= '0' and (digits == nil or #digits > 19 or (#digits == 19 and digits > bound)) then
+    return nil, nil, corrupt(key, 'holds ' .. shown(stored) .. ', not an integer counter')
+  end
+  return tonumber(stored), stored
+end
+
+-- Adds `delta` (whole, at most 2^53 - 1 in size) to the counter `key`, exactly (INCRBY), keeping its
+-- expiry or giving it `ttl_ms` when it has none (@upstash/ratelimit's cachedFixedWindow leaves its
+-- counters without one).
+local function add_count(key, delta, ttl_ms)
+  if delta ~= 0 then
+    redis.call('INCRBY', key, string.format('%d', delta))
+    if redis.call('PTTL', key) < 0 then
+      redis.call('PEXPIRE', key, ttl_ms)
+    end
+  end
+end
+
 -- With ARGV[6] = '1', the last key is @upstash/ratelimit's dynamic limit (`<prefix>:dynamic:global`).
 local dynamic_key = nil
 if ARGV[6] == '1' then
@@ -16,22 +104,27 @@ if ARGV[6] == '1' then
 end
 local state_keys = #KEYS - (dynamic_key and 1 or 0)
 
--- The capacity to apply: the dynamic limit when one is stored, else `configured`. A stored limit that
--- @upstash/ratelimit accepts is read as it compares it: none is admitted under a negative limit (0),
--- a limit above 2^53 - 1 is 2^53 - 1 (more than any counter reaches), and a fraction is rounded down,
--- or up with `round_up`: the peer's sliding window admits while the count is below the limit (so 3
--- under 2.5), its other algorithms while the count is at most the limit (2 under 2.5).
+-- The capacity to apply: the dynamic limit when one is stored, else `configured`; or nil and a
+-- CORRUPTSTATE reply when the stored limit is no number. A stored limit that @upstash/ratelimit
+-- accepts (any text Lua's `tonumber` reads: whitespace around, hexadecimal, exponents, `inf`) is read
+-- as it compares it: none is admitted under a negative limit (0), a limit above 2^53 - 1 is 2^53 - 1
+-- (more than any counter reaches), and a fraction is rounded down, or up with `round_up`: the peer's
+-- sliding window admits while the count is below the limit (so 3 under 2.5), its other algorithms
+-- while the count is at most the limit (2 under 2.5). src/redis/dynamic_limit.rs reads it alike.
 local function capacity(configured, round_up)
   if dynamic_key == nil then
     return configured
   end
-  local stored = redis.call('GET', dynamic_key)
+  local stored, failed = read(dynamic_key, 'a dynamic limit', 'GET')
+  if failed then
+    return nil, failed
+  end
   if not stored then
     return configured
   end
   local limit = tonumber(stored)
   if limit == nil or limit ~= limit then
-    error('edgelimit: the dynamic limit in ' .. dynamic_key .. ' is not a number: ' .. stored)
+    return nil, corrupt(dynamic_key, 'holds ' .. shown(stored) .. ', not a dynamic limit')
   end
   if round_up then
     limit = math.ceil(limit)
@@ -48,12 +141,11 @@ local function window_of(keys_from, index)
   return key
 end
 
--- Writes `count` to the window counter `key` when it differs from `stored`, keeping the key's expiry,
--- or giving it `ttl_ms` when it has none (@upstash/ratelimit's cachedFixedWindow leaves its counters
--- without one).
+-- Writes `count` (whole, at most 2^53 - 1 in size) to the window counter `key` when it differs from
+-- `stored`, keeping the key's expiry, or giving it `ttl_ms` when it has none.
 local function store_count(key, stored, count, ttl_ms)
   if count ~= nil and count ~= stored then
-    redis.call('SET', key, count, 'KEEPTTL')
+    redis.call('SET', key, string.format('%d', count), 'KEEPTTL')
     if redis.call('PTTL', key) < 0 then
       redis.call('PEXPIRE', key, ttl_ms)
     end

@@ -6,29 +6,43 @@
 -- KEYS: counters of consecutive windows, KEYS[1] being window ARGV[2].
 -- ARGV: now (µs or ""), window of KEYS[1], window length (ms), limit, cost.
 -- ARGV[6] = '1' when the last key is the dynamic limit (see the prelude).
--- Reply: {allowed (0/1), now (µs), limit applied, window, current count before this request, previous count}.
+-- Reply: {allowed (0/1), now (µs), limit applied, window, current count before this request, previous
+-- count}, the counts as text.
 local now = now_micros()
-local keys_from, window_ms, limit, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), capacity(tonumber(ARGV[4]), true), tonumber(ARGV[5])
+local limit, failed = capacity(tonumber(ARGV[4]), true)
+if failed then
+  return failed
+end
+local keys_from, window_ms, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[5])
 local ms = math.floor(now / 1000)
 local window = math.floor(ms / window_ms)
 local current_key = window_of(keys_from, window)
 local previous_key = window_of(keys_from, window - 1)
-local current = math.max(0, tonumber(redis.call('GET', current_key) or '0'))
-local previous = math.max(0, tonumber(redis.call('GET', previous_key) or '0'))
+local current, current_text, bad = counter(current_key)
+if bad then
+  return bad
+end
+local previous, previous_text, bad_previous = counter(previous_key)
+if bad_previous then
+  return bad_previous
+end
+current, previous = math.max(0, current), math.max(0, previous)
 local weighted = math.floor((1 - (ms % window_ms) / window_ms) * previous)
 
-local allowed, written = 1, nil
+local allowed = 1
 if cost < 0 then
-  written = math.max(0, current + cost)
+  -- Exact whatever the count: by INCRBY of at most the refund.
+  if current > 0 then
+    add_count(current_key, math.max(-current, cost), window_ms * 2 + 1000)
+  end
 elseif cost > limit then
   allowed = 0
 elseif cost > 0 then
   if current + weighted + cost <= limit then
-    written = current + cost
+    store_count(current_key, current, current + cost, window_ms * 2 + 1000)
   else
     allowed = 0
   end
 end
 
-store_count(current_key, current, written, window_ms * 2 + 1000)
-return {allowed, now, limit, window, current, previous}
+return {allowed, now, limit, window, current_text, previous_text}

@@ -1,20 +1,36 @@
 
 -- Token bucket, with the key, hash fields and step refills of @upstash/ratelimit. Unlike the peer, a
 -- cost larger than the tokens left is denied, and a bucket refilled to the brim counts as a new one.
+-- Tokens below zero (older versions of the peer wrote them) are a debt that refills.
 -- Mirrors TokenBucket::acquire in token_bucket.rs.
 -- KEYS[1]: the bucket, a hash {refilledAt (ms), tokens}.
 -- ARGV: now (µs or ""), max tokens, interval (ms), refill rate, cost.
 -- ARGV[6] = '1' when the last key is the dynamic limit (see the prelude).
 -- Reply: {allowed (0/1), now (µs), max tokens applied, stored refilledAt or -1 if none, stored tokens as a string}.
 local now = now_micros()
-local max_tokens, interval, rate, cost = capacity(tonumber(ARGV[2])), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local max_tokens, failed = capacity(tonumber(ARGV[2]))
+if failed then
+  return failed
+end
+local interval, rate, cost = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local ms = math.floor(now / 1000)
-local stored = redis.call('HMGET', KEYS[1], 'refilledAt', 'tokens')
-local refilled_at, tokens = tonumber(stored[1]), tonumber(stored[2])
+local stored, bad = read(KEYS[1], 'a token bucket hash', 'HMGET', 'refilledAt', 'tokens')
+if bad then
+  return bad
+end
+local refilled_at, tokens = whole(stored[1], 0), finite(stored[2])
+if stored[1] or stored[2] then
+  if refilled_at == nil or tokens == nil then
+    local what = 'refilledAt ' .. shown(tostring(stored[1])) .. ' and tokens ' .. shown(tostring(stored[2]))
+    return corrupt(KEYS[1], 'holds ' .. what .. ', not whole milliseconds and a finite number')
+  end
+elseif redis.call('EXISTS', KEYS[1]) == 1 then
+  return corrupt(KEYS[1], 'is a hash without refilledAt and tokens')
+end
 
 -- Tokens above the maximum (the peer's refunds leave them) last until the next refill caps them.
 -- A capacity of 0 (a dynamic limit) pauses the bucket, whatever it held.
-local fresh = refilled_at == nil or tokens == nil or tokens == max_tokens or max_tokens == 0
+local fresh = refilled_at == nil or tokens == max_tokens or max_tokens == 0
 if not fresh then
   local steps_to_full = 1
   if tokens < max_tokens then
@@ -54,10 +70,11 @@ if written ~= nil then
     if written < max_tokens then
       full_at = bucket_at + math.ceil((max_tokens - written) / rate) * interval
     end
-    redis.call('PEXPIRE', KEYS[1], full_at - ms + 1000)
+    -- A debt may take longer than any expiry Redis keeps: at most 2^53 - 1 ms.
+    redis.call('PEXPIRE', KEYS[1], string.format('%d', math.min(full_at - ms + 1000, 9007199254740991)))
   end
 end
-if refilled_at == nil or tokens == nil then
+if refilled_at == nil then
   return {allowed, now, max_tokens, -1, ''}
 end
 return {allowed, now, max_tokens, refilled_at, string.format('%.17g', tokens)}

@@ -15,10 +15,14 @@ local events_key = guard_events and guard_keys[#guard_keys] or nil
 local KEYS = {unpack(guard_keys, 1, #guard_keys - guard_keyc)}
 local ARGV = {unpack(guard_argv, 1, guard_from - 1)}
 
--- Records the event ARGV[guard_from + index] in the hour's sorted set, as core-analytics's `ingest`.
+-- Records the event ARGV[guard_from + index] in the hour's sorted set, as core-analytics's `ingest`;
+-- returns Redis's error if it could not (never raised: a side effect does not decide).
 local function record(index)
   if events_key then
-    redis.call('ZINCRBY', events_key, 1, guard_argv[guard_from + index])
+    local done = redis.pcall('ZINCRBY', events_key, 1, guard_argv[guard_from + index])
+    if type(done) == 'table' and done.err then
+      return done.err
+    end
   end
 end
 
@@ -27,7 +31,11 @@ end
 -- is not worth sending with every request).
 if guard_values > 0 then
   local deny_key = guard_keys[#guard_keys - guard_keyc + 1]
-  local found = redis.call('SMISMEMBER', deny_key, unpack(guard_argv, guard_from, guard_from + guard_values - 1))
+  local found = redis.pcall('SMISMEMBER', deny_key, unpack(guard_argv, guard_from, guard_from + guard_values - 1))
+  -- A deny list of another type is a misconfiguration: an error naming the key, never an admission.
+  if found.err then
+    return redis.error_reply('CORRUPTSTATE ' .. #deny_key .. ' ' .. deny_key .. ' is no set of denied values: ' .. found.err)
+  end
   for index = 1, guard_values do
     if found[index] == 1 then
       return {'denyList', found}
