@@ -120,11 +120,16 @@ impl Guards {
         self.protection || self.analytics
     }
 
-    /// `limiter` with these settings.
+    /// `limiter` with these settings. An analytics event that cannot be recorded is told on
+    /// `console.warn`, as the peer tells it; the answer stays what the limit decided.
     pub fn apply(&self, limiter: Ratelimit) -> crate::Result<Ratelimit> {
         Ok(limiter
             .with_protection(self.protection)?
-            .with_analytics(self.analytics))
+            .with_analytics(self.analytics)
+            .with_event_errors(|error| {
+                let message = format!("edgelimit: an analytics event was not recorded: {error}");
+                let _ = super::sys::console_warn(&message);
+            }))
     }
 }
 

@@ -266,3 +266,59 @@ test("random identifiers settle, throw only TypeError or RangeError, and never s
   assert.ok(outcomes.answered > 0 && outcomes.TypeError > 0 && outcomes.RangeError > 0, JSON.stringify(outcomes));
   for (const ratelimit of limits) assert.equal((await ratelimit.limit(`after-${seed}`)).success, true);
 });
+
+test("stored state the algorithm cannot read rejects naming the key in both fail modes, and is never written back", { skip }, async () => {
+  const now = Date.now();
+  const cases = [
+    ["fixedWindow", Ratelimit.fixedWindow(3, "1 h"), (p) => [`${p}:u:${Math.floor(now / 3_600_000)}`, "nan"]],
+    ["slidingWindow", Ratelimit.slidingWindow(3, "1 h"), (p) => [`${p}:u:${Math.floor(now / 3_600_000)}`, "-inf"]],
+    ["fixedWindow", Ratelimit.fixedWindow(3, "1 h"), (p) => [`${p}:u:${Math.floor(now / 3_600_000)}`, "9223372036854775808"]],
+  ];
+  for (const [name, limiter, state] of cases) {
+    for (const failMode of ["open", "closed"]) {
+      const p = prefix(`corrupt-${name}`);
+      const [key, value] = state(p);
+      await raw.set(key, value);
+      const ratelimit = new Ratelimit({ redis: new Redis({ url, token }), limiter, prefix: p, failMode });
+      await assert.rejects(ratelimit.limit("u"), rejection(Error, "corrupt state", key), `${name} ${value} ${failMode}`);
+      await assert.rejects(ratelimit.getRemaining("u"), rejection(Error, "corrupt state"));
+      assert.equal(await raw.get(key), value, "never written back");
+      await ratelimit.resetUsedTokens("u");
+      assert.equal((await ratelimit.limit("u")).success, true, "repaired by resetUsedTokens");
+    }
+  }
+});
+
+test("a token bucket deep in debt (older peers wrote negative tokens) settles denied with nothing left, and blockUntilReady returns", { skip }, async () => {
+  const p = prefix("debt");
+  await raw.hset(`${p}:u`, { refilledAt: Date.now(), tokens: "-1e21" });
+  const ratelimit = new Ratelimit({ redis: new Redis({ url, token }), limiter: Ratelimit.tokenBucket(1, "1 s", 3), prefix: p, ephemeralCache: false });
+  const answer = await ratelimit.limit("u");
+  assert.deepEqual([answer.success, answer.remaining, answer.reason], [false, 0, undefined]);
+  const blocked = await ratelimit.blockUntilReady("u", 5_000);
+  assert.deepEqual([blocked.success, blocked.remaining], [false, 0]);
+  assert.equal((await ratelimit.getRemaining("u")).remaining, 0);
+});
+
+test("an analytics key left as a hash by @upstash/ratelimit before 1.1.2 leaves every decision to the limit and warns", { skip }, async () => {
+  const p = prefix("events");
+  await raw.hset(`${p}:events:${hour()}`, { old: "layout" });
+  const warnings = [];
+  const warn = console.warn;
+  console.warn = (message) => warnings.push(String(message));
+  try {
+    for (const failMode of ["open", "closed"]) {
+      const ratelimit = new Ratelimit({ redis: new Redis({ url, token }), limiter: Ratelimit.fixedWindow(2, "1 h"), prefix: `${p}`, analytics: true, ephemeralCache: false, failMode });
+      const answers = [];
+      for (let call = 0; call < 3; call++) {
+        const answer = await ratelimit.limit(`u-${failMode}`);
+        await answer.pending;
+        answers.push([answer.success, answer.reason]);
+      }
+      assert.deepEqual(answers, [[true, undefined], [true, undefined], [false, undefined]], failMode);
+    }
+  } finally {
+    console.warn = warn;
+  }
+  assert.ok(warnings.length >= 6 && warnings.every((warning) => /analytics event was not recorded/.test(warning)), JSON.stringify(warnings.slice(0, 2)));
+});
