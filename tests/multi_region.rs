@@ -294,6 +294,41 @@ async fn with_every_region_down_the_fail_mode_answers_with_a_reason() {
 }
 
 #[tokio::test]
+async fn corrupt_state_is_an_error_in_both_fail_modes_even_beside_a_region_down() {
+    let mut regions = Regions::start(2);
+    let window = (NOW_MS / 3_600_000).to_string();
+    for (index, rule) in hour_limits(5).into_iter().enumerate() {
+        let id = format!("corrupt{index}");
+        let key = format!("mr:{id}:{window}");
+        // Every region holds a cost that is no number: no region decides.
+        for region in 0..2 {
+            regions.command(region, &["HSET", &key, "1:x", "nan"]).await;
+        }
+        for mode in [FailMode::Open, FailMode::Closed] {
+            let limiter = regions.limit(rule).with_fail_mode(mode);
+            let error = limiter.limit(&id, 1.0).await.unwrap_err();
+            assert!(
+                matches!(&error, edgelimit::Error::CorruptState { key: named, .. } if *named == key),
+                "{mode:?}: {error}"
+            );
+            assert!(limiter.get_remaining(&id).await.is_err());
+        }
+        for region in 0..2 {
+            let stored = regions.command(region, &["HGET", &key, "1:x"]).await;
+            assert_eq!(stored.to_string(), "\"nan\"", "never written back");
+        }
+    }
+    // One region corrupt, the other down: the error, never the fail mode.
+    regions.servers[1].stop();
+    let limiter = regions.limit(hour_limits(5)[0]);
+    let error = limiter.limit("corrupt0", 1.0).await.unwrap_err();
+    assert!(
+        matches!(error, edgelimit::Error::CorruptState { .. }),
+        "{error}"
+    );
+}
+
+#[tokio::test]
 async fn reset_clears_every_region_and_dynamic_limits_reach_them_all() {
     let regions = Regions::start(2);
     for rule in hour_limits(4) {

@@ -588,10 +588,15 @@ fn push_write<T: Transport + 'static>(
     );
 }
 
-/// The error that decides the fail mode's reason: a timeout only if every region timed out.
+/// The error a decision that no region made answers with: one that is no outage (corrupt state, a
+/// refused request) over any outage, so that the fail mode never hides it; among outages, a timeout
+/// only if every region timed out.
 fn worse(failure: Option<Error>, error: Error) -> Error {
     match failure {
-        Some(Error::Timeout { .. }) | None => error,
+        None => error,
+        Some(failure) if !failure.is_outage() => failure,
+        Some(_) if !error.is_outage() => error,
+        Some(Error::Timeout { .. }) => error,
         Some(failure) => failure,
     }
 }
