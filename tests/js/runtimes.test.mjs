@@ -12,7 +12,7 @@
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
@@ -170,6 +170,22 @@ async function bundle(entry, { conditions, format, wasmPlugin }) {
 function pkgEntries(metafile) {
   return Object.keys(metafile.inputs).filter((input) => /^pkg\/index\.\w+\.js$/.test(input));
 }
+
+test("every entry exports MultiRegionRatelimit beside the rest, and index.d.ts types each of them", async () => {
+  // The entries as built (esbuild-minified), read rather than imported: the workerd entry imports a .wasm.
+  const exported = (file) => {
+    const source = readFileSync(join(pkgDir, file), "utf8");
+    const names = [...source.matchAll(/export\s*\{([^}]*)\}/g)].flatMap(([, list]) => list.split(",").map((name) => name.trim()));
+    return names.filter(Boolean).sort();
+  };
+  const entries = ["index.workerd.js", "index.web.js", "index.node.js"];
+  const names = exported(entries[0]);
+  assert.ok(names.includes("MultiRegionRatelimit"), `index.workerd.js exports ${names}`);
+  for (const entry of entries) assert.deepEqual(exported(entry), names, entry);
+  const types = readFileSync(join(pkgDir, "index.d.ts"), "utf8");
+  const declared = [...types.matchAll(/^export (?:declare )?(?:class|function) (\w+)/gm)].map(([, name]) => name).sort();
+  assert.deepEqual(declared, names, "index.d.ts declares what the entries export");
+});
 
 test("Node imports the package through the `node` condition", { skip }, async (t) => {
   const opts = options("node");
