@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: bootstrap lint build pkg pkg-multi-region test demo demo-rust www bench bench-smoke
+.PHONY: bootstrap lint build pkg test demo demo-rust www bench bench-smoke
 
 ## Install what is missing (wasm32 target, wasm-bindgen-cli, wasm-pack, redis-server, chromium, npm packages).
 bootstrap:
@@ -19,21 +19,17 @@ lint: bootstrap
 build: bootstrap
 	cargo build -p edgelimit --release --target wasm32-unknown-unknown
 
-## The npm package in pkg/: wasm32 release build, wasm-bindgen, npm's wasm-opt 132, pkg-template/.
+## The npm package in pkg/, every feature (MultiRegionRatelimit too): wasm32 release build,
+## wasm-bindgen, npm's wasm-opt 132, pkg-template/.
 pkg: bootstrap
 	bash scripts/build_pkg.sh
-
-## The same with MultiRegionRatelimit, in target/pkg-multi-region/: over the package's size ceiling, so
-## not pkg/ yet; its tests and `make bench` use it.
-pkg-multi-region: bootstrap
-	bash scripts/build_pkg.sh --multi-region target/pkg-multi-region
 
 ## Everything: lint, every test (native, wasm under node and Chromium, the npm package under node).
 test: lint
 	cargo test --workspace
 	bash scripts/with_gateway.sh wasm-pack test --node
 	bash scripts/with_gateway.sh wasm-pack test --headless --chrome
-	$(MAKE) --no-print-directory pkg pkg-multi-region
+	$(MAKE) --no-print-directory pkg
 	bash scripts/with_gateway.sh node --test tests/js/
 	$(MAKE) --no-print-directory bench-smoke
 
@@ -51,16 +47,16 @@ demo-rust: bootstrap
 ## The playground: a page that runs the package in the browser, on an in-memory store or on Redis
 ## through the gateway (both started here), and MultiRegionRatelimit over three regions (redis-servers
 ## started here too), at http://127.0.0.1:8080/ (PORT=... for another) until stopped with Ctrl-C. See www/.
-www: pkg pkg-multi-region
+www: pkg
 	bash scripts/with_gateway.sh node www/serve.mjs $${PORT:-8080}
 
 ## Benchmarks beside the peers, measured in one run on a release gateway: target/bench/report.md (printed
 ## at the end), report.json and cpu.svg. See bench/README.md.
-bench: pkg pkg-multi-region
+bench: pkg
 	gateway="$$(bash bench/gateway/build.sh)" && \
 	EDGELIMIT_GATEWAY_BIN="$$gateway" bash scripts/with_gateway.sh node --expose-gc bench/js/main.mjs
 
 ## The benchmark code on tiny counts, checking that every section produces numbers (never timings);
-## report in target/bench/smoke/. Needs pkg/ and target/pkg-multi-region/ (make pkg pkg-multi-region).
+## report in target/bench/smoke/; fails when the package passes its size ceiling. Needs pkg/ (make pkg).
 bench-smoke:
 	BENCH_SMOKE=1 bash scripts/with_gateway.sh node --expose-gc bench/js/main.mjs >/dev/null

@@ -280,7 +280,6 @@ export class Ratelimit {
   static gcra(limit: number, period: Duration, options?: { /** Most requests admitted at once. */ burst?: number }): Limiter;
 }
 
-// multi-region: begin (left out of a package built without MultiRegionRatelimit: scripts/build_pkg.sh)
 /** Options of `new MultiRegionRatelimit(...)`: those of `Ratelimit`, with one Redis per region. */
 export interface MultiRegionRatelimitConfig extends Omit<RatelimitConfig, "redis" | "limiter"> {
   /**
@@ -336,7 +335,6 @@ export class MultiRegionRatelimit {
   /** `tokens` requests per `window`, the previous window weighted by how much of it overlaps. */
   static slidingWindow(tokens: number, window: Duration): Limiter;
 }
-// multi-region: end
 
 /** Options of `rateLimitHeaders`. */
 export interface RateLimitHeadersOptions {

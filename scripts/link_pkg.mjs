@@ -3,7 +3,7 @@
 // and esbuild read pkg/package.json and pick the export of their runtime.
 import { existsSync, mkdirSync, readlinkSync, rmSync, symlinkSync } from "node:fs";
 import { join, relative } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 
 const pkgDir = fileURLToPath(new URL("../pkg/", import.meta.url));
 
@@ -31,19 +31,4 @@ export function linkPackage(dir) {
     // Another test file, run in parallel, made it first.
     if (error.code !== "EEXIST") throw error;
   }
-}
-
-const multiRegionDir = fileURLToPath(new URL("../target/pkg-multi-region/", import.meta.url));
-
-/**
- * The package built with MultiRegionRatelimit (`make pkg-multi-region`), imported by its Node entry;
- * throws if it is not built. It is a module of its own: use its Ratelimit and Redis with its
- * MultiRegionRatelimit.
- */
-export async function importMultiRegionPackage() {
-  const entry = join(multiRegionDir, "index.node.js");
-  if (!existsSync(entry)) {
-    throw new Error("target/pkg-multi-region/ is not built: run `make pkg-multi-region` first");
-  }
-  return import(pathToFileURL(entry).href);
 }

@@ -1,6 +1,6 @@
 // The playground's entry: loads the package's browser entry, asks serve.mjs where the gateway and the
 // regions are (/config.json), lets the person pick the store, and runs the views (one module each, in
-// views/; the multi-region view loads the package built with MultiRegionRatelimit itself).
+// views/, each given the package's exports).
 //
 // `window.playground` is there for a curious person (and the browser test): `session` (the key prefix of
 // this page), `decisions` (the last answers the page counted, up to 10 000, each `{ lane, prefix,
@@ -49,10 +49,10 @@ async function main() {
     if (decisions.length > KEEP_DECISIONS) decisions.splice(0, decisions.length - KEEP_DECISIONS);
   };
 
-  const regionsView = new RegionsView(regions, record);
+  const regionsView = new RegionsView(library, regions, record);
   const views = [new CompareView(library, record), regionsView];
   $("views").replaceChildren(...views.map((view) => view.element));
-  await regionsView.load();
+  regionsView.load();
 
   const redisChoice = $("store-redis");
   redisChoice.disabled = !redis;

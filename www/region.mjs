@@ -105,9 +105,8 @@ export class Region {
     this.onTheWay.merges += commands.length - decisions;
     try {
       await sleep(this.delay);
-      // Without keepalive: Chrome refuses keepalive requests once those in flight carry 64 KiB of
-      // bodies together. The package keeps its own requests within that, but this page loads two
-      // copies of it (pkg/ and the multi-region build), each counting only its own.
+      // Without keepalive: a page that stays open needs none, and Chrome refuses keepalive requests
+      // once those in flight carry 64 KiB of bodies together.
       const response = await fetch(url, { ...init, keepalive: false });
       const body = await response.arrayBuffer();
       await sleep(this.delay);

@@ -1,5 +1,4 @@
-// Serves the playground: www/ at /, the built package (pkg/) at /pkg/, the package built with
-// MultiRegionRatelimit (target/pkg-multi-region/) at /pkg-multi-region/, and /config.json, which tells
+// Serves the playground: www/ at /, the built package (pkg/) at /pkg/, and /config.json, which tells
 // the page where Redis and the regions are. `make www` runs it beside a redis-server and the gateway:
 //
 //   bash scripts/with_gateway.sh node www/serve.mjs [port]     (default 8080; 0 picks a free one)
@@ -8,7 +7,7 @@
 // offers the Redis store through that gateway; without them, only the in-memory store. With
 // EDGELIMIT_GATEWAY_BIN set too, it starts three regions (scripts/regions.mjs: a redis-server each
 // behind a gateway of their own) for the page's multi-region view, and stops them when it stops
-// (Ctrl-C, SIGTERM). Only files inside www/, pkg/ and target/pkg-multi-region/ are served, and
+// (Ctrl-C, SIGTERM). Only files inside www/ and pkg/ are served, and
 // /config.json (it holds the tokens) only to loopback clients that name a loopback host.
 import { createServer } from "node:http";
 import { readFile } from "node:fs/promises";
@@ -19,10 +18,7 @@ import { startRegions } from "../scripts/regions.mjs";
 
 const wwwDir = fileURLToPath(new URL(".", import.meta.url));
 /** URL path prefixes served from a folder other than www/. */
-const MOUNTS = [
-  ["/pkg/", fileURLToPath(new URL("../pkg/", import.meta.url))],
-  ["/pkg-multi-region/", fileURLToPath(new URL("../target/pkg-multi-region/", import.meta.url))],
-];
+const MOUNTS = [["/pkg/", fileURLToPath(new URL("../pkg/", import.meta.url))]];
 /** How many regions `make www` starts for the multi-region view. */
 const REGIONS = 3;
 const TYPES = {

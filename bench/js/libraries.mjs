@@ -12,7 +12,7 @@ export const pkgDir = `${root}pkg/`;
 
 // bench/js/node_modules/edgelimit links to pkg/, so `import("edgelimit")` reads pkg/package.json.
 linkPackage(fileURLToPath(new URL(".", import.meta.url)));
-export const { Ratelimit, Redis } = await import("edgelimit");
+export const { MultiRegionRatelimit, Ratelimit, Redis } = await import("edgelimit");
 
 export const version = (name) => JSON.parse(readFileSync(`${root}node_modules/${name}/package.json`, "utf8")).version;
 export const peerName = `@upstash/ratelimit ${version("@upstash/ratelimit")} + @upstash/redis ${version("@upstash/redis")}`;

@@ -5,8 +5,9 @@
 //   bash scripts/with_gateway.sh node --expose-gc bench/js/main.mjs
 //
 // BENCH_SMOKE=1: tiny cells and one round, the slow native section skipped, the files written to
-// target/bench/smoke/, so that `make test` keeps this code working. Nothing here asserts a timing; a run fails only when a section produced no numbers
-// or a library decided wrongly (a broken fake fetch, a refused request).
+// target/bench/smoke/, so that `make test` keeps this code working. Nothing here asserts a timing; a run fails only when a section produced no numbers,
+// a library decided wrongly (a broken fake fetch, a refused request), or the package passed its size
+// ceiling (192 KiB gzipped with every feature, DESIGN.md: the one size assertion, after the report).
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { performance } from "node:perf_hooks";
@@ -102,6 +103,10 @@ writeFileSync(`${out}report.json`, `${JSON.stringify(results, null, 2)}\n`);
 writeFileSync(`${out}cpu.svg`, chart({ cpuRows: cpu.rows, e2eRows: e2e.rows, peerName }));
 log(`wrote ${out}report.md, report.json and cpu.svg`);
 console.log(report);
+
+if (size.total.gzipped > size.ceiling) {
+  throw new Error(`the package is ${size.total.gzipped} B gzipped, over its ceiling of ${size.ceiling} B (DESIGN.md)`);
+}
 
 /** Fails unless every section produced numbers: no NaN, no infinity, no empty table. */
 function checkNumbers(value, path = "results") {

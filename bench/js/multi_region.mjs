@@ -9,12 +9,8 @@
 import { connect, createServer } from "node:net";
 import { MultiRegionRatelimit as PeerMultiRegionRatelimit } from "@upstash/ratelimit";
 import { Redis as PeerRedis } from "@upstash/redis";
-import { importMultiRegionPackage } from "../../scripts/link_pkg.mjs";
 import { startRegions } from "../../scripts/regions.mjs";
-import { window } from "./libraries.mjs";
-
-// MultiRegionRatelimit is left out of pkg/ (see scripts/build_pkg.sh); `make pkg-multi-region` builds it.
-const { MultiRegionRatelimit, Ratelimit, Redis } = await importMultiRegionPackage();
+import { MultiRegionRatelimit, Ratelimit, Redis, window } from "./libraries.mjs";
 
 /**
  * The algorithms, as [name, edgelimit limiter, peer limiter or null] for a limit: the token bucket (its

@@ -128,7 +128,8 @@ function sizeMarkdown(size) {
 
 ${table(["what", "bytes", "gzipped", "× peer"], [row(size.peer), ...size.parts.map(row), row({ ...size.total, what: "**edgelimit total**" })])}
 
-Ceiling: ${kib(size.ceiling)} gzipped. edgelimit's total, ${kib(size.total.gzipped)}, is **${under ? "under" : "OVER"}** it.`;
+Ceiling: ${kib(size.ceiling)} gzipped for the whole package, every feature in it (\`MultiRegionRatelimit\` too). edgelimit's
+total, ${kib(size.total.gzipped)}, is **${under ? "under" : "OVER"}** it${under ? "" : ": the run fails"}.`;
 }
 
 function coldStartMarkdown(cold) {

@@ -1,13 +1,14 @@
 // Section 5a: the size a user ships, gzipped at level 9. edgelimit: the .wasm, the generated glue, its
-// JavaScript snippets and the largest per-runtime entry file of pkg/ (a user loads one). The peer: @upstash/ratelimit +
+// JavaScript snippets and the largest per-runtime entry file of pkg/ (a user loads one): the one package,
+// every feature in it (MultiRegionRatelimit too). The peer: @upstash/ratelimit +
 // @upstash/redis as one minified ESM bundle, as an edge bundler makes it.
 import { build } from "esbuild";
 import { readdirSync, readFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import { peerName, pkgDir, root } from "./libraries.mjs";
 
-/** edgelimit's ceiling, gzipped (DESIGN.md): 100 KiB. */
-export const CEILING = 100 * 1024;
+/** edgelimit's ceiling, gzipped, for the whole package with every feature (DESIGN.md): 192 KiB. */
+export const CEILING = 192 * 1024;
 
 const gzipped = (bytes) => gzipSync(bytes, { level: 9 }).length;
 
@@ -34,6 +35,10 @@ export async function peerBundle({ minify }) {
 export async function sizeSection() {
   const peer = await peerBundle({ minify: true });
   const file = (name) => readFileSync(`${pkgDir}${name}`);
+  // The size is the whole package's only if every feature is in it.
+  if (!String(file("edgelimit.js")).includes("MultiRegionRatelimit")) {
+    throw new Error("pkg/ has no MultiRegionRatelimit: rebuild it with make pkg, every feature in it");
+  }
   const entries = ["index.node.js", "index.web.js", "index.workerd.js"].map(file);
   const largestEntry = entries.reduce((a, b) => (gzipped(a) >= gzipped(b) ? a : b));
   const snippets = readdirSync(`${pkgDir}snippets`, { recursive: true })

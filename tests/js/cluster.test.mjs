@@ -11,11 +11,8 @@ import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import { Analytics } from "@upstash/core-analytics";
 import * as peerRedis from "@upstash/redis";
-import { Ratelimit, Redis } from "./edgelimit.mjs";
-import { importMultiRegionPackage } from "../../scripts/link_pkg.mjs";
+import { MultiRegionRatelimit, Ratelimit, Redis } from "./edgelimit.mjs";
 import { startCluster } from "./cluster.mjs";
-
-const multiRegion = await importMultiRegionPackage();
 
 const noGateway = !process.env.EDGELIMIT_GATEWAY_BIN && "EDGELIMIT_GATEWAY_BIN is not set (run under scripts/with_gateway.sh)";
 
@@ -58,7 +55,7 @@ test("a bad `keys` throws, naming the option and the value", () => {
     return true;
   });
   assert.throws(() => new Ratelimit({ limiter, keys: 1 }), TypeError);
-  assert.throws(() => new multiRegion.MultiRegionRatelimit({ redis: [{ url: "http://127.0.0.1:9", token: "t" }], limiter: multiRegion.Ratelimit.fixedWindow(1, "1 s"), keys: "Cluster" }), RangeError);
+  assert.throws(() => new MultiRegionRatelimit({ redis: [{ url: "http://127.0.0.1:9", token: "t" }], limiter: Ratelimit.fixedWindow(1, "1 s"), keys: "Cluster" }), RangeError);
   assert.throws(() => new Ratelimit({ limiter, key: "cluster" }), /did you mean `keys`\?/);
   // Both values are accepted.
   new Ratelimit({ limiter, keys: "upstash" });
@@ -180,18 +177,16 @@ test("with `keys: \"cluster\"`, every algorithm admits exactly its limit, over e
 });
 
 test("MultiRegionRatelimit with `keys: \"cluster\"` admits exactly its limit", { skip: noGateway }, async () => {
-  const { MultiRegionRatelimit, Ratelimit: Class } = multiRegion;
-  for (const [name, limiter] of Object.entries(limiters(Class))) {
+  for (const [name, limiter] of Object.entries(limiters(Ratelimit))) {
     const ratelimit = new MultiRegionRatelimit({ redis: [{ url: cluster.url, token: cluster.token }], limiter, prefix: prefix(), keys: "cluster", ephemeralCache: false });
     assert.equal(await admitted(() => ratelimit.limit("user:a")), LIMIT, name);
   }
 });
 
 test("MultiRegionRatelimit with `keys: \"cluster\"` and `dynamicLimits` applies each region's stored limit, read first", { skip: noGateway }, async () => {
-  const { MultiRegionRatelimit, Ratelimit: Class } = multiRegion;
   const admin = new peerRedis.Redis({ url: cluster.url, token: cluster.token, enableTelemetry: false });
   const name = prefix();
-  const ratelimit = new MultiRegionRatelimit({ redis: [{ url: cluster.url, token: cluster.token }], limiter: Class.fixedWindow(10, "1 h"), prefix: name, keys: "cluster", dynamicLimits: true, ephemeralCache: false });
+  const ratelimit = new MultiRegionRatelimit({ redis: [{ url: cluster.url, token: cluster.token }], limiter: Ratelimit.fixedWindow(10, "1 h"), prefix: name, keys: "cluster", dynamicLimits: true, ephemeralCache: false });
   await admin.set(`${name}:dynamic:global`, "3");
   const answers = [];
   for (let i = 0; i < 5; i++) answers.push(await ratelimit.limit("user"));

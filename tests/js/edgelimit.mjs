@@ -5,4 +5,4 @@ import { linkPackage } from "../../scripts/link_pkg.mjs";
 
 linkPackage(fileURLToPath(new URL(".", import.meta.url)));
 
-export const { Ratelimit, Redis, rateLimitHeaders } = await import("edgelimit");
+export const { MultiRegionRatelimit, Ratelimit, Redis, rateLimitHeaders } = await import("edgelimit");

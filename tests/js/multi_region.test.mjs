@@ -1,16 +1,14 @@
-// MultiRegionRatelimit of the package built with it (make pkg-multi-region) over real regions: separate redis-servers behind
-// one gateway (scripts/regions.mjs), beside @upstash/ratelimit 2.2.0's class of the same name.
+// MultiRegionRatelimit of the package (pkg/, imported by its bare name) over real regions: separate
+// redis-servers behind one gateway (scripts/regions.mjs), beside @upstash/ratelimit 2.2.0's class of the
+// same name.
 //
 //   bash scripts/with_gateway.sh node --test tests/js/multi_region.test.mjs
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import { MultiRegionRatelimit as PeerMultiRegionRatelimit } from "@upstash/ratelimit";
 import { Redis as PeerRedis } from "@upstash/redis";
-import { importMultiRegionPackage } from "../../scripts/link_pkg.mjs";
 import { startRegions, until } from "../../scripts/regions.mjs";
-
-// MultiRegionRatelimit is left out of pkg/ (see scripts/build_pkg.sh); `make pkg-multi-region` builds it.
-const { MultiRegionRatelimit, Ratelimit, Redis } = await importMultiRegionPackage();
+import { MultiRegionRatelimit, Ratelimit, Redis } from "./edgelimit.mjs";
 
 const noGateway = !process.env.EDGELIMIT_GATEWAY_BIN && "EDGELIMIT_GATEWAY_BIN is not set (run under scripts/with_gateway.sh)";
 

@@ -1,16 +1,18 @@
 // The runtime matrix: the unchanged pkg/ (from `bash scripts/build_pkg.sh`) in Node, Deno, workerd
-// (through miniflare), Vercel's edge-runtime and Chromium, each importing it as that runtime would and
-// running tests/runtimes/scenario.mjs against a real gateway and redis-server:
+// (through miniflare), Vercel's edge-runtime and Chromium, each importing it by its bare name as that
+// runtime would and running tests/runtimes/scenario.mjs against a real gateway and redis-server, and
+// `MultiRegionRatelimit` over two regions (two more redis-servers behind a gateway of their own,
+// scripts/regions.mjs):
 //
 //   bash scripts/with_gateway.sh node --test tests/js/runtimes.test.mjs
 //
 // Each test asserts the exact decisions the runtime reports, which entry of the package it ran, what
 // the runtime says it is, and, read back with the real @upstash/redis, the keys the decisions left in
-// Redis: a runtime that fell back to the in-memory store or to another entry fails.
-import { test, after } from "node:test";
+// Redis and in each region: a runtime that fell back to the in-memory store or to another entry fails.
+import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
@@ -24,13 +26,16 @@ import * as esbuild from "esbuild";
 import { Miniflare } from "miniflare";
 import { bundleWorker, workerOptions } from "../../scripts/bundle_worker.mjs";
 import { linkPackage } from "../../scripts/link_pkg.mjs";
+import { startRegions } from "../../scripts/regions.mjs";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const pkgDir = join(root, "pkg");
 const runtimesDir = join(root, "tests/runtimes");
 const URL_ = process.env.EDGELIMIT_TEST_URL;
 const TOKEN = process.env.EDGELIMIT_TEST_TOKEN;
-const skip = !URL_ && "EDGELIMIT_TEST_URL is not set (run under scripts/with_gateway.sh)";
+const skip =
+  (!URL_ && "EDGELIMIT_TEST_URL is not set (run under scripts/with_gateway.sh)") ||
+  (!process.env.EDGELIMIT_GATEWAY_BIN && "EDGELIMIT_GATEWAY_BIN is not set (run under scripts/with_gateway.sh)");
 const DAY = 86_400_000;
 
 // Node, Deno and esbuild resolve the bare specifier "edgelimit" from tests/runtimes/ through
@@ -40,10 +45,19 @@ linkPackage(runtimesDir);
 const scratch = mkdtempSync(join(tmpdir(), "edgelimit-runtimes-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
+/** Two regions for MultiRegionRatelimit: a redis-server each, behind one gateway (a token per region). */
+let regions;
+before(async () => {
+  if (!skip) regions = await startRegions(2);
+});
+after(async () => {
+  await regions?.close();
+});
+
 /** Options of one scenario run: a prefix of its own, so runs and runtimes never share keys. */
 function options(runtime) {
   const prefix = `edgelimit-rt-${runtime}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
-  return { url: URL_, token: TOKEN, prefix };
+  return { url: URL_, token: TOKEN, prefix, regions: { url: regions.url, tokens: regions.tokens } };
 }
 
 const decisions = (list) => list.map(({ success, remaining, limit, reason }) => ({ success, remaining, limit, reason }));
@@ -87,6 +101,32 @@ async function check(result, { prefix }, runtime) {
   for (const key of Object.values(keys)) {
     assert.ok((await redis.pttl(key)) > 0, `${key} expires`);
   }
+  await checkRegions(result.multiRegion, prefix, reset);
+}
+
+/**
+ * Asserts MultiRegionRatelimit's one decision (the first of a limit of 3 a day) and that, once its
+ * `pending` has merged, both regions hold the same one request id, of cost 1, in the day's window
+ * (and nothing else under the run's prefix).
+ */
+async function checkRegions(decision, prefix, reset) {
+  assert.deepEqual(decisions([decision]), [allow(2, 3)], "MultiRegionRatelimit's decision");
+  assert.ok(decision.pendingIsPromise, "MultiRegionRatelimit: pending is a Promise");
+  assert.equal(decision.reset, reset, "the same day's window as fixedWindow");
+  const key = `${prefix}:regions:user:${reset / DAY - 1}`;
+  const inRegions = regions.tokens.map((token) => new UpstashRedis({ url: regions.url, token, enableTelemetry: false }));
+  // The region that answered holds the request at once; the other once the merge in pending lands.
+  const held = async (region) => {
+    const [keys, hash] = await Promise.all([region.keys(`${prefix}:*`), region.hgetall(key)]);
+    return keys.length === 1 && keys[0] === key && hash !== null && Object.keys(hash).length === 1 ? hash : null;
+  };
+  await eventually("the request in both regions", async () => (await Promise.all(inRegions.map(held))).every(Boolean));
+  const [first, second] = await Promise.all(inRegions.map(held));
+  assert.deepEqual(second, first, "both regions hold the same request id");
+  const [[id, cost]] = Object.entries(first);
+  assert.match(id, /^[0-9a-f]{32}$/, "a request id");
+  assert.equal(Number(cost), 1, "its cost");
+  for (const region of inRegions) assert.ok((await region.pttl(key)) > 0, `${key} expires in every region`);
 }
 
 /** Polls `check` every 50 ms until it holds, failing after 10 s. */
@@ -131,6 +171,22 @@ function pkgEntries(metafile) {
   return Object.keys(metafile.inputs).filter((input) => /^pkg\/index\.\w+\.js$/.test(input));
 }
 
+test("every entry exports MultiRegionRatelimit beside the rest, and index.d.ts types each of them", async () => {
+  // The entries as built (esbuild-minified), read rather than imported: the workerd entry imports a .wasm.
+  const exported = (file) => {
+    const source = readFileSync(join(pkgDir, file), "utf8");
+    const names = [...source.matchAll(/export\s*\{([^}]*)\}/g)].flatMap(([, list]) => list.split(",").map((name) => name.trim()));
+    return names.filter(Boolean).sort();
+  };
+  const entries = ["index.workerd.js", "index.web.js", "index.node.js"];
+  const names = exported(entries[0]);
+  assert.ok(names.includes("MultiRegionRatelimit"), `index.workerd.js exports ${names}`);
+  for (const entry of entries) assert.deepEqual(exported(entry), names, entry);
+  const types = readFileSync(join(pkgDir, "index.d.ts"), "utf8");
+  const declared = [...types.matchAll(/^export (?:declare )?(?:class|function) (\w+)/gm)].map(([, name]) => name).sort();
+  assert.deepEqual(declared, names, "index.d.ts declares what the entries export");
+});
+
 test("Node imports the package through the `node` condition", { skip }, async (t) => {
   const opts = options("node");
   const { entry, result } = await runJson(t, process.execPath, ["cli.mjs", JSON.stringify(opts)]);
@@ -142,10 +198,10 @@ test("Deno imports the package through the `deno` condition", { skip }, async (t
   const opts = options("deno");
   const deno = join(root, "node_modules/.bin/deno");
   // Offline: no config, no lock file, no download, node_modules as it is, a cache of its own. Net access
-  // to the gateway only.
+  // to the gateways only.
   const args = [
     "run", "--no-config", "--no-lock", "--cached-only", "--node-modules-dir=manual",
-    `--allow-net=${new URL(URL_).host}`, `--allow-read=${pkgDir}`,
+    `--allow-net=${new URL(URL_).host},${new URL(regions.url).host}`, `--allow-read=${pkgDir}`,
     "cli.mjs", JSON.stringify(opts),
   ];
   const env = { ...process.env, DENO_DIR: join(scratch, "deno"), DENO_NO_UPDATE_CHECK: "1" };

@@ -9,7 +9,7 @@
 // the same request ids once the merges settle, on the page and read from each region's Redis.
 // Screenshots go to target/www-test/.
 //
-//   bash scripts/with_gateway.sh node --test tests/js/www.test.mjs      (after make pkg pkg-multi-region)
+//   bash scripts/with_gateway.sh node --test tests/js/www.test.mjs      (after make pkg)
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -500,7 +500,7 @@ function get(path, host) {
   });
 }
 
-test("the server hands /config.json (the tokens) to loopback hosts only, and no file outside www/, pkg/ and target/pkg-multi-region/", { skip: noChromium }, async () => {
+test("the server hands /config.json (the tokens) to loopback hosts only, and no file outside www/ and pkg/", { skip: noChromium }, async () => {
   for (const host of ["127.0.0.1", "localhost"]) {
     const { status, body } = await get("/config.json", host);
     assert.equal(status, 200);
@@ -510,9 +510,7 @@ test("the server hands /config.json (the tokens) to loopback hosts only, and no 
   assert.equal((await get("/config.json", "evil.example")).status, 403);
   assert.equal((await get("/pkg/..%2fCargo.toml", "127.0.0.1")).status, 404);
   assert.equal((await get("/..%2fCargo.toml", "127.0.0.1")).status, 404);
-  assert.equal((await get("/pkg-multi-region/..%2f..%2fCargo.toml", "127.0.0.1")).status, 404);
   assert.equal((await get("/pkg/package.json", "127.0.0.1")).status, 200);
-  assert.equal((await get("/pkg-multi-region/index.web.js", "127.0.0.1")).status, 200);
 });
 
 /** The multi-region view's algorithms, each at five requests per hour: nothing refills while a test runs. */
@@ -599,6 +597,9 @@ test("the regions view: a slowed region lags, the fast ones answer, and once the
   const page = await openPage();
   await page.waitForSelector("#regions-view[data-ready=true]");
   assert.equal(await page.textContent("#regions-status"), `3 regions behind the gateway at ${regions.url}.`);
+  // Both views run the one shipped package: the page fetched one .wasm, pkg/'s.
+  const wasm = await page.evaluate(() => performance.getEntriesByType("resource").map(({ name }) => new URL(name).pathname).filter((path) => path.endsWith(".wasm")));
+  assert.deepEqual(wasm, ["/pkg/edgelimit_bg.wasm"]);
   // Both views on one page: no id twice, for any algorithm's fields.
   for (const algorithm of Object.keys(FIVE_PER_HOUR)) {
     await page.selectOption("#regions-algorithm", algorithm);

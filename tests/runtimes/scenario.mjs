@@ -1,7 +1,7 @@
 // The decisions every runtime of tests/js/runtimes.test.mjs makes against the gateway, with the package
 // that runtime imported. Plain JavaScript with no imports, so a browser, workerd, Deno, Vercel's
 // edge-runtime and Node all run this same file; the test asserts the JSON it returns and the keys it
-// left in Redis.
+// left in Redis and in each region.
 //
 // Windows are a day long: a run fails only if its calls span midnight UTC, where with 10 s windows about
 // one run in a few hundred would straddle a boundary.
@@ -24,9 +24,11 @@ async function decide(ratelimit, identifier, waitUntil) {
 
 /**
  * Runs the scenario with `edgelimit` (the package's exports) against `url`/`token`, with keys under
- * `prefix`. `waitUntil` receives each `pending` (a Worker's `ctx.waitUntil`); by default it is awaited.
+ * `prefix`, and one decision of `MultiRegionRatelimit` over `regions` (`{ url, tokens }`: one gateway,
+ * a token per region). `waitUntil` receives each `pending` (a Worker's `ctx.waitUntil`); by default it
+ * is awaited.
  */
-export async function scenario({ Ratelimit, Redis }, { url, token, prefix }, waitUntil = (pending) => pending) {
+export async function scenario({ MultiRegionRatelimit, Ratelimit, Redis }, { url, token, prefix, regions }, waitUntil = (pending) => pending) {
   const redis = new Redis({ url, token });
   const make = (name, limiter) => new Ratelimit({ redis, limiter, prefix: `${prefix}:${name}` });
 
@@ -48,5 +50,13 @@ export async function scenario({ Ratelimit, Redis }, { url, token, prefix }, wai
     result[name] = [];
     for (let i = 0; i < 3; i++) result[name].push(await decide(ratelimit, "user", waitUntil));
   }
+
+  // Every region is asked; the first to reply answers, and `pending` merges the request into the others.
+  const multiRegion = new MultiRegionRatelimit({
+    redis: regions.tokens.map((regionToken) => new Redis({ url: regions.url, token: regionToken })),
+    limiter: MultiRegionRatelimit.fixedWindow(3, "1 d"),
+    prefix: `${prefix}:regions`,
+  });
+  result.multiRegion = await decide(multiRegion, "user", waitUntil);
   return result;
 }

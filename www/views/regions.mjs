@@ -3,7 +3,7 @@
 // in a burst, or at a rate from simulated clients; the view shows which region answered each, the
 // allowed and denied counts, the merges still running (`pending`), and what every region holds now for
 // the current window, read from Redis: the regions diverge while a slow region lags, and converge once
-// the merges land. It loads the package built with MultiRegionRatelimit (target/pkg-multi-region/) itself.
+// the merges land. It uses the package the page loaded (pkg/), the same module as the other view.
 import { h, hidden, showError } from "../dom.mjs";
 import { ALGORITHMS, factoryArgs } from "../lane.mjs";
 import { REQUEST_ID, Region, Requests } from "../region.mjs";
@@ -33,7 +33,7 @@ export class RegionsView {
   element;
   #config;
   #record;
-  #library = null;
+  #library;
   #regions = [];
   #session = "";
   #generation = 0;
@@ -68,8 +68,12 @@ export class RegionsView {
   #log;
   #logBuffer = [];
 
-  /** `config` is `{ url, tokens }` of the regions' gateway (null: none); `record(decision)` sees every answer. */
-  constructor(config, record) {
+  /**
+   * `library` is the package's exports; `config` is `{ url, tokens }` of the regions' gateway (null:
+   * none); `record(decision)` sees every answer.
+   */
+  constructor(library, config, record) {
+    this.#library = library;
     this.#config = config;
     this.#record = record;
     this.#status = h("p", { id: "regions-status", role: "status" });
@@ -84,16 +88,10 @@ export class RegionsView {
     );
   }
 
-  /** Loads the multi-region package and shows the view; says why not when it cannot. */
-  async load() {
+  /** Shows the view over the regions; says why not when there are none. */
+  load() {
     if (!this.#config) {
       this.#status.textContent = "No regions: start the page with make www to use this view.";
-      return;
-    }
-    try {
-      this.#library = await import("../pkg-multi-region/index.web.js");
-    } catch (error) {
-      this.#status.textContent = `Could not load the multi-region package (${error.message}); build it with make pkg-multi-region.`;
       return;
     }
     this.#regions = this.#config.tokens.map((token, index) => new Region(index, this.#config.url, token));
@@ -107,7 +105,7 @@ export class RegionsView {
   setStore({ session }) {
     if (session === this.#session) return;
     this.#session = session;
-    if (this.#library) this.#rebuild();
+    if (this.#regions.length > 0) this.#rebuild();
   }
 
   /** Resolves once every request sent so far is answered and its merges have settled. */
