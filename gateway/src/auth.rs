@@ -2,14 +2,13 @@
 
 use std::sync::Arc;
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRef, FromRequestParts};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap};
 use subtle::ConstantTimeEq;
 
 use crate::config::TokenSpec;
 use crate::error::GatewayError;
-use crate::routes::App;
 
 /// What a valid token grants. As an extractor it authenticates the request (401 otherwise).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,9 +20,10 @@ pub struct Grant {
 }
 
 /// All accepted tokens, stored as SHA-1 digests so that every comparison has the same length.
-#[derive(Debug)]
+/// Cloning shares the table.
+#[derive(Debug, Clone)]
 pub struct TokenTable {
-    entries: Vec<([u8; 20], Grant)>,
+    entries: Arc<[([u8; 20], Grant)]>,
 }
 
 fn digest(bytes: &[u8]) -> [u8; 20] {
@@ -53,7 +53,7 @@ impl TokenTable {
     pub fn lookup(&self, presented: &[u8]) -> Option<Grant> {
         let presented = digest(presented);
         let mut found = None;
-        for (stored, grant) in &self.entries {
+        for (stored, grant) in self.entries.iter() {
             if bool::from(stored.ct_eq(&presented)) {
                 found = Some(*grant);
             }
@@ -68,11 +68,16 @@ impl TokenTable {
     }
 }
 
-impl FromRequestParts<Arc<App>> for Grant {
+/// Needs only the token table of the state.
+impl<S> FromRequestParts<S> for Grant
+where
+    TokenTable: FromRef<S>,
+    S: Send + Sync,
+{
     type Rejection = GatewayError;
 
-    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self, GatewayError> {
-        app.tokens
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, GatewayError> {
+        TokenTable::from_ref(state)
             .authenticate(&parts.headers, parts.uri.query())
             .ok_or(GatewayError::Unauthorized)
     }

@@ -1,12 +1,10 @@
-//! Command-line flags, environment variables and the token file.
+//! Command-line flags, environment variables and the token file, validated into [`Config`].
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
-
-use crate::server::Limits;
 
 /// Commands refused by default: they can wipe or reconfigure the whole server.
 pub const DEFAULT_DENIED: &str =
@@ -131,6 +129,20 @@ pub struct Args {
     /// Most dedicated Redis connections open at once for `/multi-exec` (per Redis URL).
     #[arg(long, env = "GATEWAY_MULTI_CONNECTIONS", default_value_t = 32)]
     pub multi_connections: usize,
+}
+
+/// Limits on client connections, enforced by the accept loop.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// From the first byte of a request head to its end (slow-header clients).
+    pub header_read: Duration,
+    /// No request in flight and no byte either way for this long: the connection is closed
+    /// (also a connection that never sends a byte).
+    pub idle: Duration,
+    /// Open connections at most; further ones wait in the listen backlog.
+    pub max_connections: usize,
+    /// After the shutdown signal, how long in-flight requests may take before the process exits.
+    pub shutdown_grace: Duration,
 }
 
 /// The prefix of a Redis Cluster's seed URLs in the tokens file.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRef, FromRequest, FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
@@ -49,6 +49,12 @@ pub struct App {
     pub max_pipeline_commands: usize,
     /// Source of the opaque `upstash-sync-token` reply header.
     pub sync_counter: AtomicU64,
+}
+
+impl FromRef<Arc<App>> for TokenTable {
+    fn from_ref(app: &Arc<App>) -> Self {
+        app.tokens.clone()
+    }
 }
 
 /// The whole gateway as one service.
