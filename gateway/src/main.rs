@@ -1,20 +1,10 @@
 //! `edgelimit-gateway`: an Upstash-compatible REST server in front of redis-server.
 
-mod acl;
-mod auth;
-mod backend;
-mod command;
+mod commands;
 mod config;
-mod encoding;
 mod error;
-mod known_scripts;
-mod policy;
-mod redis_cluster;
-mod redis_pool;
-mod reply_bound;
-mod routes;
-mod scripts;
-mod server;
+mod http;
+mod upstream;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -23,14 +13,15 @@ use std::time::Duration;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
-use crate::acl::AclError;
-use crate::auth::TokenTable;
-use crate::backend::Backend;
+use crate::commands::known_scripts::KnownScripts;
+use crate::commands::policy::Policy;
+use crate::commands::scripts::ScriptMap;
 use crate::config::{Args, Config};
-use crate::known_scripts::KnownScripts;
-use crate::policy::Policy;
-use crate::routes::App;
-use crate::scripts::ScriptMap;
+use crate::http::auth::TokenTable;
+use crate::http::routes::App;
+use crate::http::{routes, server};
+use crate::upstream::acl::{self, AclError};
+use crate::upstream::Backend;
 
 fn build_app(config: &Config) -> Result<Arc<App>, String> {
     let backends = config

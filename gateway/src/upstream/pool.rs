@@ -18,9 +18,9 @@ use redis::{
 };
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::command::Command;
-use crate::error::GatewayError;
-use crate::reply_bound::{Bounded, TOO_LARGE};
+use super::reply_bound::{Bounded, TOO_LARGE};
+use crate::commands::command::Command;
+use crate::error::{error_text, GatewayError};
 
 /// How long `SCRIPT KILL` may take: Redis reads other clients only once a script has run for
 /// `busy-reply-threshold` (5 s by default), so the kill waits at least that long.
@@ -267,9 +267,7 @@ impl Server {
                 .ok_or_else(|| GatewayError::Unavailable("redis sent no reply".to_owned()))
         };
         match tokio::time::timeout(READY_TIMEOUT.min(self.timeout), ping).await {
-            Ok(Ok(Value::ServerError(e))) => {
-                Err(GatewayError::Unavailable(crate::encoding::error_text(&e)))
-            }
+            Ok(Ok(Value::ServerError(e))) => Err(GatewayError::Unavailable(error_text(&e))),
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(GatewayError::Unavailable(

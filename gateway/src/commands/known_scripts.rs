@@ -8,9 +8,9 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use crate::command::Command;
+use super::command::Command;
+use super::scripts::{sha1_hex, strip_unknown_flags};
 use crate::error::GatewayError;
-use crate::scripts::{sha1_hex, strip_unknown_flags};
 
 /// The scripts of `@upstash/ratelimit` 2.2.0, by the SDK's name: the SHA-1 of the text the SDK
 /// sends (shebang line included), and of that text once [`strip_unknown_flags`] has rewritten it

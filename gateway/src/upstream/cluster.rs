@@ -20,12 +20,10 @@ use redis::{
     RedisError, RedisFuture, Value,
 };
 
-use crate::command::Command;
-use crate::error::GatewayError;
-use crate::redis_pool::{
-    batch, io_error, kill, kill_client, to_cmd, CONNECT_TIMEOUT, READY_TIMEOUT,
-};
-use crate::reply_bound::{Bounded, TOO_LARGE};
+use super::pool::{batch, io_error, kill, kill_client, to_cmd, CONNECT_TIMEOUT, READY_TIMEOUT};
+use super::reply_bound::{Bounded, TOO_LARGE};
+use crate::commands::command::Command;
+use crate::error::{error_text, GatewayError};
 
 /// Most commands of one `/pipeline` waiting for their replies at once. Each reply is bounded on
 /// the socket by itself, so this also bounds what one request holds before the sum is checked.
@@ -296,7 +294,7 @@ impl Cluster {
             self.spend(&mut 0, &values)?;
             // One command whose own keys are in several slots is refused by Redis while queued.
             if let Some(Value::ServerError(e)) = values.iter().find(|v| is_code(v, "CROSSSLOT")) {
-                return Err(GatewayError::Redis(crate::encoding::error_text(e)));
+                return Err(GatewayError::Redis(error_text(e)));
             }
             values
                 .pop()

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::RwLock;
 
-use crate::command::Command;
+use super::command::Command;
 
 /// Shebang flags Redis 7 accepts.
 const KNOWN_FLAGS: &[&str] = &[

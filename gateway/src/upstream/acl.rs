@@ -11,8 +11,8 @@ use std::time::Duration;
 use redis::aio::ConnectionLike;
 use redis::{AsyncConnectionConfig, Client, IntoConnectionInfo, Value};
 
+use super::cluster;
 use crate::config::Target;
-use crate::redis_cluster;
 
 /// Calls that cover each command the gateway denies: every subcommand that writes or reveals
 /// configuration, with arguments of the right arity (DRYRUN checks it).
@@ -158,7 +158,7 @@ pub async fn check(
                 .map(|url| url.as_str().into_connection_info())
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| AclError::Refused(e.to_string()))?;
-            let nodes = redis_cluster::nodes(&seeds, timeout)
+            let nodes = cluster::nodes(&seeds, timeout)
                 .await
                 .map_err(AclError::Unreachable)?;
             for node in nodes {

@@ -19,14 +19,14 @@ use tower::util::MapRequest;
 use tower::ServiceExt;
 use tower_http::cors::{Any, CorsLayer};
 
-use crate::auth::{Grant, TokenTable};
-use crate::backend::Backend;
-use crate::command::{self, Command};
-use crate::encoding::{error_text, result_item};
-use crate::error::{json_response, GatewayError};
-use crate::known_scripts::KnownScripts;
-use crate::policy::{self, Policy};
-use crate::scripts::{ReplyFix, ScriptMap};
+use super::auth::{Grant, TokenTable};
+use super::encoding::{result_item, to_json};
+use crate::commands::command::{self, Command};
+use crate::commands::known_scripts::KnownScripts;
+use crate::commands::policy::{self, Policy};
+use crate::commands::scripts::{ReplyFix, ScriptMap};
+use crate::error::{error_text, json_response, GatewayError};
+use crate::upstream::Backend;
 
 /// Name of the read-your-writes header the Upstash clients send and read back.
 pub const SYNC_TOKEN: &str = "upstash-sync-token";
@@ -310,7 +310,7 @@ impl Call {
             Value::ServerError(e) => Err(GatewayError::Redis(error_text(&e))),
             value => Ok(json_response(
                 StatusCode::OK,
-                &json!({ "result": crate::encoding::to_json(&value, self.base64) }),
+                &json!({ "result": to_json(&value, self.base64) }),
             )),
         }
     }

@@ -19,8 +19,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tower::ServiceExt;
 
+use super::routes::GatewayService;
 use crate::config::Limits;
-use crate::routes::GatewayService;
 
 /// After the last reply, how long a connection may keep sending (the rest of a body refused with
 /// 413) before it is closed: closing with unread data makes the kernel send a reset, which can
