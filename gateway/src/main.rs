@@ -6,52 +6,16 @@ mod error;
 mod http;
 mod upstream;
 
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
-use crate::commands::known_scripts::KnownScripts;
-use crate::commands::policy::Policy;
-use crate::commands::scripts::ScriptMap;
 use crate::config::{Args, Config};
-use crate::http::auth::TokenTable;
-use crate::http::routes::App;
+use crate::http::state::App;
 use crate::http::{routes, server};
 use crate::upstream::acl::{self, AclError};
-use crate::upstream::Backend;
-
-fn build_app(config: &Config) -> Result<Arc<App>, String> {
-    let backends = config
-        .targets
-        .iter()
-        .map(|target| {
-            Backend::new(
-                target,
-                config.timeout,
-                config.multi_connections,
-                config.max_reply_bytes,
-            )
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let known_scripts = if config.known_scripts_only {
-        Some(KnownScripts::new(&config.scripts_files)?)
-    } else {
-        None
-    };
-    Ok(Arc::new(App {
-        known_scripts,
-        backends,
-        tokens: TokenTable::new(&config.tokens),
-        policy: Policy::new(&config.denied),
-        scripts: ScriptMap::new(),
-        max_body_bytes: config.max_body_bytes,
-        max_pipeline_commands: config.max_pipeline_commands,
-        sync_counter: AtomicU64::new(0),
-    }))
-}
 
 /// Checks that every Redis user refuses the denied commands (see `acl.rs`). A Redis that cannot be
 /// reached now is checked in the background once it can be, and the process exits if the check
@@ -132,8 +96,8 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    let app = match build_app(&config) {
-        Ok(app) => app,
+    let app = match App::new(&config) {
+        Ok(app) => Arc::new(app),
         Err(message) => {
             eprintln!("edgelimit-gateway: {message}");
             return std::process::ExitCode::from(2);

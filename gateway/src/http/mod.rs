@@ -2,6 +2,9 @@
 //! state they share.
 
 pub mod auth;
-pub mod encoding;
+mod call;
+mod encoding;
+mod extractors;
 pub mod routes;
 pub mod server;
+pub mod state;
