@@ -148,7 +148,7 @@ pub struct Limits {
 /// The prefix of a Redis Cluster's seed URLs in the tokens file.
 const CLUSTER_PREFIX: &str = "cluster:";
 
-/// What one backend connects to.
+/// What one upstream connects to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
     /// One Redis server (one database), by URL.
@@ -203,7 +203,7 @@ pub struct TokenSpec {
     /// The secret itself.
     pub token: String,
     /// Index into [`Config::targets`].
-    pub backend: usize,
+    pub upstream: usize,
     /// Whether only read commands are allowed.
     pub readonly: bool,
 }
@@ -213,7 +213,7 @@ pub struct TokenSpec {
 pub struct Config {
     /// Address to listen on.
     pub listen: SocketAddr,
-    /// Distinct Redis servers and clusters, one backend each.
+    /// Distinct Redis servers and clusters, one upstream each.
     pub targets: Vec<Target>,
     /// All accepted tokens.
     pub tokens: Vec<TokenSpec>,
@@ -227,7 +227,7 @@ pub struct Config {
     pub max_pipeline_commands: usize,
     /// Upper-case names of denied commands.
     pub denied: Vec<String>,
-    /// Dedicated connections per backend for transactions.
+    /// Dedicated connections per upstream for transactions.
     pub multi_connections: usize,
     /// Client connection limits.
     pub limits: Limits,
@@ -348,7 +348,7 @@ impl Config {
         if self.tokens.iter().any(|t| t.token == token) {
             return Err("the same token is configured twice".into());
         }
-        let backend = match self.targets.iter().position(|t| *t == target) {
+        let upstream = match self.targets.iter().position(|t| *t == target) {
             Some(i) => i,
             None => {
                 self.targets.push(target);
@@ -357,7 +357,7 @@ impl Config {
         };
         self.tokens.push(TokenSpec {
             token,
-            backend,
+            upstream,
             readonly,
         });
         Ok(())

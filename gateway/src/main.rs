@@ -25,11 +25,11 @@ async fn check_redis_users(config: &Config) -> Result<(), String> {
         tracing::info!("--unsafe-allow-admin: the Redis users' ACL rules are not checked");
         return Ok(());
     }
-    for (backend, target) in config.targets.iter().enumerate() {
+    for (upstream, target) in config.targets.iter().enumerate() {
         let readonly = config
             .tokens
             .iter()
-            .filter(|token| token.backend == backend)
+            .filter(|token| token.upstream == upstream)
             .all(|token| token.readonly);
         match acl::check(target, &config.denied, readonly, config.timeout).await {
             Ok(()) => {}

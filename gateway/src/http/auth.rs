@@ -13,8 +13,8 @@ use crate::error::GatewayError;
 /// What a valid token grants. As an extractor it authenticates the request (401 otherwise).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Grant {
-    /// Index of the Redis backend.
-    pub backend: usize,
+    /// Index of the Redis upstream.
+    pub upstream: usize,
     /// Only read commands allowed.
     pub readonly: bool,
 }
@@ -39,7 +39,7 @@ impl TokenTable {
                 (
                     digest(t.token.as_bytes()),
                     Grant {
-                        backend: t.backend,
+                        upstream: t.upstream,
                         readonly: t.readonly,
                     },
                 )
@@ -112,12 +112,12 @@ mod tests {
         TokenTable::new(&[
             TokenSpec {
                 token: "secret".into(),
-                backend: 0,
+                upstream: 0,
                 readonly: false,
             },
             TokenSpec {
                 token: "reader".into(),
-                backend: 1,
+                upstream: 1,
                 readonly: true,
             },
         ])
@@ -128,11 +128,11 @@ mod tests {
         let t = table();
         let mut h = HeaderMap::new();
         h.insert("AUTHORIZATION", "bearer secret".parse().unwrap());
-        assert_eq!(t.authenticate(&h, None).map(|g| g.backend), Some(0));
+        assert_eq!(t.authenticate(&h, None).map(|g| g.upstream), Some(0));
         let empty = HeaderMap::new();
         let g = t.authenticate(&empty, Some("a=1&_token=reader")).unwrap();
         assert!(g.readonly);
-        assert_eq!(g.backend, 1);
+        assert_eq!(g.upstream, 1);
     }
 
     #[test]

@@ -18,15 +18,15 @@ use crate::commands::command::Command;
 use crate::commands::policy;
 use crate::commands::scripts::ReplyFix;
 use crate::error::{error_text, json_response, GatewayError};
-use crate::upstream::Backend;
+use crate::upstream::Upstream;
 
-/// One authenticated request bound to its backend, as every command route takes it.
+/// One authenticated request bound to its upstream, as every command route takes it.
 ///
 /// As an extractor it runs, in this order, [`Grant`] (401 before the body is read),
-/// [`Base64`] and [`Payload`] (413 or 400), then finds the token's backend (503).
+/// [`Base64`] and [`Payload`] (413 or 400), then finds the token's upstream (503).
 pub struct Call {
     app: Arc<App>,
-    /// Its `backend` indexes `app.backends`: checked when the call was extracted.
+    /// Its `upstream` indexes `app.upstreams`: checked when the call was extracted.
     grant: Grant,
     base64: bool,
     /// The request body.
@@ -41,7 +41,7 @@ impl FromRequest<Arc<App>> for Call {
         let grant = Grant::from_request_parts(&mut parts, app).await?;
         let Ok(Base64(base64)) = Base64::from_request_parts(&mut parts, app).await;
         let Payload(body) = Payload::from_request(Request::from_parts(parts, body), app).await?;
-        if grant.backend >= app.backends.len() {
+        if grant.upstream >= app.upstreams.len() {
             return Err(GatewayError::Unavailable(
                 "no backend for this token".to_owned(),
             ));
@@ -62,9 +62,9 @@ enum Slot {
 }
 
 impl Call {
-    /// The backend the token reaches.
-    fn backend(&self) -> &Backend {
-        &self.app.backends[self.grant.backend]
+    /// The upstream the token reaches.
+    fn upstream(&self) -> &Upstream {
+        &self.app.upstreams[self.grant.upstream]
     }
 
     /// Refuses a pipeline or transaction of more than `--max-pipeline-commands` commands.
@@ -91,9 +91,9 @@ impl Call {
     pub async fn single(&self, mut command: Command) -> Result<Response, GatewayError> {
         let fix = self.prepare(&mut command)?;
         let reply = if policy::is_kill(&command) {
-            self.backend().kill(&command).await?
+            self.upstream().kill(&command).await?
         } else {
-            self.backend()
+            self.upstream()
                 .pipeline(std::slice::from_ref(&command))
                 .await?
                 .pop()
@@ -119,7 +119,7 @@ impl Call {
             slots.push(match self.prepare(&mut command) {
                 Err(error) => Slot::Done(error.to_json()),
                 Ok(_) if policy::is_kill(&command) => {
-                    Slot::Done(match self.backend().kill(&command).await {
+                    Slot::Done(match self.upstream().kill(&command).await {
                         Ok(value) => result_item(&value, self.base64),
                         Err(error) => error.to_json(),
                     })
@@ -133,7 +133,7 @@ impl Call {
         let replies = if to_send.is_empty() {
             Vec::new()
         } else {
-            self.backend().pipeline(&to_send).await?
+            self.upstream().pipeline(&to_send).await?
         };
         let mut replies = replies.into_iter();
         let items: Vec<Json> = slots
@@ -155,7 +155,7 @@ impl Call {
         for command in commands.iter_mut() {
             fixes.push(self.prepare(command)?);
         }
-        let reply = self.backend().transaction(&commands).await?;
+        let reply = self.upstream().transaction(&commands).await?;
         match reply {
             Value::Array(values) => {
                 let items: Vec<Json> = values

@@ -115,8 +115,8 @@ async fn healthz() -> Response {
 /// `GET /readyz`: answers without a token, 200 once every Redis answers PING in time, 503 while
 /// one is unreachable or busy (a load balancer then sends traffic elsewhere).
 async fn readyz(State(app): State<Arc<App>>) -> Result<Response, GatewayError> {
-    for backend in &app.backends {
-        backend.ready().await?;
+    for upstream in &app.upstreams {
+        upstream.ready().await?;
     }
     Ok(json_response(StatusCode::OK, &json!({ "result": "OK" })))
 }

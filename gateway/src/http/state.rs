@@ -10,19 +10,19 @@ use crate::commands::known_scripts::KnownScripts;
 use crate::commands::policy::Policy;
 use crate::commands::scripts::ScriptMap;
 use crate::config::Config;
-use crate::upstream::Backend;
+use crate::upstream::Upstream;
 
 /// Everything a request handler needs.
 pub struct App {
-    /// One backend per distinct Redis server or cluster.
-    pub backends: Vec<Backend>,
+    /// One upstream per distinct Redis server or cluster.
+    pub upstreams: Vec<Upstream>,
     /// Accepted tokens.
     pub tokens: TokenTable,
     /// Command rules.
     pub policy: Policy,
     /// The scripts that may run, under `--known-scripts-only`.
     pub known_scripts: Option<KnownScripts>,
-    /// Shebang rewrites shared by all backends (the mapping depends only on the script text).
+    /// Shebang rewrites shared by all upstreams (the mapping depends only on the script text).
     pub scripts: ScriptMap,
     /// Body size limit in bytes.
     pub max_body_bytes: usize,
@@ -36,11 +36,11 @@ impl App {
     /// Prepares the upstreams of `config` (nothing is connected before the first request) and the
     /// rules every request is checked against.
     pub fn new(config: &Config) -> Result<Self, String> {
-        let backends = config
+        let upstreams = config
             .targets
             .iter()
             .map(|target| {
-                Backend::new(
+                Upstream::new(
                     target,
                     config.timeout,
                     config.multi_connections,
@@ -55,7 +55,7 @@ impl App {
         };
         Ok(Self {
             known_scripts,
-            backends,
+            upstreams,
             tokens: TokenTable::new(&config.tokens),
             policy: Policy::new(&config.denied),
             scripts: ScriptMap::new(),

@@ -1,5 +1,5 @@
 //! What a token's requests run on: one Redis server or a Redis Cluster, behind one interface so
-//! the routes do not tell them apart.
+//! the routes do not tell them apart; the reply bound on their sockets; the ACL check of their users.
 
 pub mod acl;
 mod cluster;
@@ -17,14 +17,14 @@ use crate::config::Target;
 use crate::error::GatewayError;
 
 /// One database behind the gateway.
-pub enum Backend {
+pub enum Upstream {
     /// One redis-server.
     Server(Server),
     /// A Redis Cluster.
     Cluster(Cluster),
 }
 
-impl Backend {
+impl Upstream {
     /// Prepares the connections to `target`; nothing is opened before the first request.
     pub fn new(
         target: &Target,
