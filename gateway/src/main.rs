@@ -1,4 +1,5 @@
-//! `edgelimit-gateway`: an Upstash-compatible REST server in front of redis-server.
+//! `edgelimit-gateway`: an Upstash-compatible REST server in front of redis-server. `main` wires
+//! the configuration, the shared state, the ACL check of the Redis users and the HTTP server.
 
 mod commands;
 mod config;
@@ -17,7 +18,7 @@ use crate::http::state::App;
 use crate::http::{routes, server};
 use crate::upstream::acl::{self, AclError};
 
-/// Checks that every Redis user refuses the denied commands (see `acl.rs`). A Redis that cannot be
+/// Checks that every Redis user refuses the denied commands (see `upstream::acl`). A Redis that cannot be
 /// reached now is checked in the background once it can be, and the process exits if the check
 /// fails then: the gateway starts while Redis is down, but never serves an all-powerful user.
 async fn check_redis_users(config: &Config) -> Result<(), String> {

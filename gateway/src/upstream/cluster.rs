@@ -3,7 +3,7 @@
 //! master after a failover.
 //!
 //! The crate connects to the nodes through [`NodeConn`], whose socket is [`Bounded`] as in
-//! `redis_pool.rs`: each command (or transaction) is written as one batch ending with the empty
+//! `pool.rs`: each command (or transaction) is written as one batch ending with the empty
 //! command that marks it, and its replies are held to `--max-reply-bytes` as they are read. The
 //! replies of the several commands of one `/pipeline` are added up after they are read.
 
