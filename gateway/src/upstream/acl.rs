@@ -9,9 +9,10 @@
 use std::time::Duration;
 
 use redis::aio::ConnectionLike;
-use redis::{AsyncConnectionConfig, Client, IntoConnectionInfo, Value};
+use redis::{Client, IntoConnectionInfo, Value};
 
 use super::cluster;
+use super::pool::connect_once;
 use crate::config::Target;
 
 /// Calls that cover each command the gateway denies: every subcommand that writes or reveals
@@ -184,11 +185,7 @@ async fn check_node(
         .unwrap_or("default")
         .to_owned();
     let place = format!("Redis user '{user}' at {}", info.addr());
-    let config = AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(timeout))
-        .set_response_timeout(Some(timeout));
-    let mut conn = client
-        .get_multiplexed_async_connection_with_config(&config)
+    let mut conn = connect_once(&client, timeout)
         .await
         .map_err(|e| AclError::Unreachable(e.to_string()))?;
     let mut calls = probes(denied);

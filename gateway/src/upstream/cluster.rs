@@ -20,7 +20,9 @@ use redis::{
     RedisError, RedisFuture, Value,
 };
 
-use super::pool::{batch, io_error, kill, kill_client, to_cmd, CONNECT_TIMEOUT, READY_TIMEOUT};
+use super::pool::{
+    batch, connect_once, io_error, kill, kill_client, to_cmd, CONNECT_TIMEOUT, READY_TIMEOUT,
+};
 use super::reply_bound::{Bounded, TOO_LARGE};
 use crate::commands::command::Command;
 use crate::error::{error_text, GatewayError};
@@ -346,14 +348,9 @@ pub async fn nodes(
 ) -> Result<Vec<ConnectionInfo>, String> {
     let mut last_error = "no seed node".to_owned();
     for seed in seeds {
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(timeout))
-            .set_response_timeout(Some(timeout));
         let ask = async {
             let client = kill_client(seed.clone())?;
-            let mut conn = client
-                .get_multiplexed_async_connection_with_config(&config)
-                .await?;
+            let mut conn = connect_once(&client, timeout).await?;
             let listing = conn
                 .req_packed_command(redis::cmd("CLUSTER").arg("NODES"))
                 .await?;
