@@ -1,12 +1,10 @@
-//! Command-line flags, environment variables and the token file.
+//! Command-line flags, environment variables and the token file, validated into [`Config`].
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
-
-use crate::server::Limits;
 
 /// Commands refused by default: they can wipe or reconfigure the whole server.
 pub const DEFAULT_DENIED: &str =
@@ -133,10 +131,24 @@ pub struct Args {
     pub multi_connections: usize,
 }
 
+/// Limits on client connections, enforced by the accept loop.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// From the first byte of a request head to its end (slow-header clients).
+    pub header_read: Duration,
+    /// No request in flight and no byte either way for this long: the connection is closed
+    /// (also a connection that never sends a byte).
+    pub idle: Duration,
+    /// Open connections at most; further ones wait in the listen backlog.
+    pub max_connections: usize,
+    /// After the shutdown signal, how long in-flight requests may take before the process exits.
+    pub shutdown_grace: Duration,
+}
+
 /// The prefix of a Redis Cluster's seed URLs in the tokens file.
 const CLUSTER_PREFIX: &str = "cluster:";
 
-/// What one backend connects to.
+/// What one upstream connects to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
     /// One Redis server (one database), by URL.
@@ -191,7 +203,7 @@ pub struct TokenSpec {
     /// The secret itself.
     pub token: String,
     /// Index into [`Config::targets`].
-    pub backend: usize,
+    pub upstream: usize,
     /// Whether only read commands are allowed.
     pub readonly: bool,
 }
@@ -201,7 +213,7 @@ pub struct TokenSpec {
 pub struct Config {
     /// Address to listen on.
     pub listen: SocketAddr,
-    /// Distinct Redis servers and clusters, one backend each.
+    /// Distinct Redis servers and clusters, one upstream each.
     pub targets: Vec<Target>,
     /// All accepted tokens.
     pub tokens: Vec<TokenSpec>,
@@ -215,7 +227,7 @@ pub struct Config {
     pub max_pipeline_commands: usize,
     /// Upper-case names of denied commands.
     pub denied: Vec<String>,
-    /// Dedicated connections per backend for transactions.
+    /// Dedicated connections per upstream for transactions.
     pub multi_connections: usize,
     /// Client connection limits.
     pub limits: Limits,
@@ -336,7 +348,7 @@ impl Config {
         if self.tokens.iter().any(|t| t.token == token) {
             return Err("the same token is configured twice".into());
         }
-        let backend = match self.targets.iter().position(|t| *t == target) {
+        let upstream = match self.targets.iter().position(|t| *t == target) {
             Some(i) => i,
             None => {
                 self.targets.push(target);
@@ -345,7 +357,7 @@ impl Config {
         };
         self.tokens.push(TokenSpec {
             token,
-            backend,
+            upstream,
             readonly,
         });
         Ok(())

@@ -78,6 +78,14 @@ impl std::fmt::Display for GatewayError {
 
 impl std::error::Error for GatewayError {}
 
+/// The text of a Redis error reply: code and details, e.g. `NOSCRIPT No matching script.`.
+pub fn error_text(error: &redis::ServerError) -> String {
+    match error.details() {
+        Some(details) => format!("{} {}", error.code(), details),
+        None => error.code().to_owned(),
+    }
+}
+
 /// Builds a JSON reply with the given status.
 pub fn json_response(status: StatusCode, body: &serde_json::Value) -> Response {
     let bytes =

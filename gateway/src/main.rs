@@ -1,68 +1,24 @@
-//! `edgelimit-gateway`: an Upstash-compatible REST server in front of redis-server.
+//! `edgelimit-gateway`: an Upstash-compatible REST server in front of redis-server. `main` wires
+//! the configuration, the shared state, the ACL check of the Redis users and the HTTP server.
 
-mod acl;
-mod auth;
-mod backend;
-mod command;
+mod commands;
 mod config;
-mod encoding;
 mod error;
-mod known_scripts;
-mod policy;
-mod redis_cluster;
-mod redis_pool;
-mod reply_bound;
-mod routes;
-mod scripts;
-mod server;
+mod http;
+mod upstream;
 
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
-use crate::acl::AclError;
-use crate::auth::TokenTable;
-use crate::backend::Backend;
 use crate::config::{Args, Config};
-use crate::known_scripts::KnownScripts;
-use crate::policy::Policy;
-use crate::routes::App;
-use crate::scripts::ScriptMap;
+use crate::http::state::App;
+use crate::http::{routes, server};
+use crate::upstream::acl::{self, AclError};
 
-fn build_app(config: &Config) -> Result<Arc<App>, String> {
-    let backends = config
-        .targets
-        .iter()
-        .map(|target| {
-            Backend::new(
-                target,
-                config.timeout,
-                config.multi_connections,
-                config.max_reply_bytes,
-            )
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let known_scripts = if config.known_scripts_only {
-        Some(KnownScripts::new(&config.scripts_files)?)
-    } else {
-        None
-    };
-    Ok(Arc::new(App {
-        known_scripts,
-        backends,
-        tokens: TokenTable::new(&config.tokens),
-        policy: Policy::new(&config.denied),
-        scripts: ScriptMap::new(),
-        max_body_bytes: config.max_body_bytes,
-        max_pipeline_commands: config.max_pipeline_commands,
-        sync_counter: AtomicU64::new(0),
-    }))
-}
-
-/// Checks that every Redis user refuses the denied commands (see `acl.rs`). A Redis that cannot be
+/// Checks that every Redis user refuses the denied commands (see `upstream::acl`). A Redis that cannot be
 /// reached now is checked in the background once it can be, and the process exits if the check
 /// fails then: the gateway starts while Redis is down, but never serves an all-powerful user.
 async fn check_redis_users(config: &Config) -> Result<(), String> {
@@ -70,11 +26,11 @@ async fn check_redis_users(config: &Config) -> Result<(), String> {
         tracing::info!("--unsafe-allow-admin: the Redis users' ACL rules are not checked");
         return Ok(());
     }
-    for (backend, target) in config.targets.iter().enumerate() {
+    for (upstream, target) in config.targets.iter().enumerate() {
         let readonly = config
             .tokens
             .iter()
-            .filter(|token| token.backend == backend)
+            .filter(|token| token.upstream == upstream)
             .all(|token| token.readonly);
         match acl::check(target, &config.denied, readonly, config.timeout).await {
             Ok(()) => {}
@@ -141,8 +97,8 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    let app = match build_app(&config) {
-        Ok(app) => app,
+    let app = match App::new(&config) {
+        Ok(app) => Arc::new(app),
         Err(message) => {
             eprintln!("edgelimit-gateway: {message}");
             return std::process::ExitCode::from(2);

@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use crate::command::Command;
+use super::command::Command;
 use crate::error::GatewayError;
 
 /// Commands that change the state of a shared connection or block it; the gateway never

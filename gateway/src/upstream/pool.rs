@@ -18,9 +18,9 @@ use redis::{
 };
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::command::Command;
-use crate::error::GatewayError;
-use crate::reply_bound::{Bounded, TOO_LARGE};
+use super::reply_bound::{Bounded, TOO_LARGE};
+use crate::commands::command::Command;
+use crate::error::{error_text, GatewayError};
 
 /// How long `SCRIPT KILL` may take: Redis reads other clients only once a script has run for
 /// `busy-reply-threshold` (5 s by default), so the kill waits at least that long.
@@ -267,9 +267,7 @@ impl Server {
                 .ok_or_else(|| GatewayError::Unavailable("redis sent no reply".to_owned()))
         };
         match tokio::time::timeout(READY_TIMEOUT.min(self.timeout), ping).await {
-            Ok(Ok(Value::ServerError(e))) => {
-                Err(GatewayError::Unavailable(crate::encoding::error_text(&e)))
-            }
+            Ok(Ok(Value::ServerError(e))) => Err(GatewayError::Unavailable(error_text(&e))),
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(GatewayError::Unavailable(
@@ -383,6 +381,20 @@ pub fn kill_client(info: ConnectionInfo) -> Result<Client, RedisError> {
     Client::open(info.set_redis_settings(settings))
 }
 
+/// A new connection of `client`, for one errand, waiting at most `timeout` to connect and for
+/// each reply.
+pub async fn connect_once(
+    client: &Client,
+    timeout: Duration,
+) -> Result<MultiplexedConnection, RedisError> {
+    let config = AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(timeout))
+        .set_response_timeout(Some(timeout));
+    client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+}
+
 /// Runs `SCRIPT KILL` or `FUNCTION KILL` on a new connection of `client` (see [`kill_client`]),
 /// within `timeout` or [`KILL_TIMEOUT`], whichever is longer; an error reply is a
 /// `Value::ServerError`.
@@ -393,13 +405,7 @@ pub async fn kill(
 ) -> Result<Value, GatewayError> {
     let deadline = timeout.max(KILL_TIMEOUT);
     let run = async {
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(deadline))
-            .set_response_timeout(Some(deadline));
-        let mut conn = client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await
-            .map_err(io_error)?;
+        let mut conn = connect_once(client, deadline).await.map_err(io_error)?;
         match conn.req_packed_command(&to_cmd(command)).await {
             Ok(value) => Ok(value),
             Err(e) => match e.try_into() {

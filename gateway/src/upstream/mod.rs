@@ -1,25 +1,30 @@
 //! What a token's requests run on: one Redis server or a Redis Cluster, behind one interface so
-//! the routes do not tell them apart.
+//! the routes do not tell them apart; the reply bound on their sockets; the ACL check of their users.
+
+pub mod acl;
+mod cluster;
+mod pool;
+mod reply_bound;
 
 use std::time::Duration;
 
 use redis::Value;
 
-use crate::command::Command;
+use self::cluster::Cluster;
+use self::pool::Server;
+use crate::commands::command::Command;
 use crate::config::Target;
 use crate::error::GatewayError;
-use crate::redis_cluster::Cluster;
-use crate::redis_pool::Server;
 
 /// One database behind the gateway.
-pub enum Backend {
+pub enum Upstream {
     /// One redis-server.
     Server(Server),
     /// A Redis Cluster.
     Cluster(Cluster),
 }
 
-impl Backend {
+impl Upstream {
     /// Prepares the connections to `target`; nothing is opened before the first request.
     pub fn new(
         target: &Target,

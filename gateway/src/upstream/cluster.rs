@@ -3,7 +3,7 @@
 //! master after a failover.
 //!
 //! The crate connects to the nodes through [`NodeConn`], whose socket is [`Bounded`] as in
-//! `redis_pool.rs`: each command (or transaction) is written as one batch ending with the empty
+//! `pool.rs`: each command (or transaction) is written as one batch ending with the empty
 //! command that marks it, and its replies are held to `--max-reply-bytes` as they are read. The
 //! replies of the several commands of one `/pipeline` are added up after they are read.
 
@@ -20,12 +20,12 @@ use redis::{
     RedisError, RedisFuture, Value,
 };
 
-use crate::command::Command;
-use crate::error::GatewayError;
-use crate::redis_pool::{
-    batch, io_error, kill, kill_client, to_cmd, CONNECT_TIMEOUT, READY_TIMEOUT,
+use super::pool::{
+    batch, connect_once, io_error, kill, kill_client, to_cmd, CONNECT_TIMEOUT, READY_TIMEOUT,
 };
-use crate::reply_bound::{Bounded, TOO_LARGE};
+use super::reply_bound::{Bounded, TOO_LARGE};
+use crate::commands::command::Command;
+use crate::error::{error_text, GatewayError};
 
 /// Most commands of one `/pipeline` waiting for their replies at once. Each reply is bounded on
 /// the socket by itself, so this also bounds what one request holds before the sum is checked.
@@ -296,7 +296,7 @@ impl Cluster {
             self.spend(&mut 0, &values)?;
             // One command whose own keys are in several slots is refused by Redis while queued.
             if let Some(Value::ServerError(e)) = values.iter().find(|v| is_code(v, "CROSSSLOT")) {
-                return Err(GatewayError::Redis(crate::encoding::error_text(e)));
+                return Err(GatewayError::Redis(error_text(e)));
             }
             values
                 .pop()
@@ -348,14 +348,9 @@ pub async fn nodes(
 ) -> Result<Vec<ConnectionInfo>, String> {
     let mut last_error = "no seed node".to_owned();
     for seed in seeds {
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(timeout))
-            .set_response_timeout(Some(timeout));
         let ask = async {
             let client = kill_client(seed.clone())?;
-            let mut conn = client
-                .get_multiplexed_async_connection_with_config(&config)
-                .await?;
+            let mut conn = connect_once(&client, timeout).await?;
             let listing = conn
                 .req_packed_command(redis::cmd("CLUSTER").arg("NODES"))
                 .await?;

@@ -9,10 +9,11 @@
 use std::time::Duration;
 
 use redis::aio::ConnectionLike;
-use redis::{AsyncConnectionConfig, Client, IntoConnectionInfo, Value};
+use redis::{Client, IntoConnectionInfo, Value};
 
+use super::cluster;
+use super::pool::connect_once;
 use crate::config::Target;
-use crate::redis_cluster;
 
 /// Calls that cover each command the gateway denies: every subcommand that writes or reveals
 /// configuration, with arguments of the right arity (DRYRUN checks it).
@@ -158,7 +159,7 @@ pub async fn check(
                 .map(|url| url.as_str().into_connection_info())
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| AclError::Refused(e.to_string()))?;
-            let nodes = redis_cluster::nodes(&seeds, timeout)
+            let nodes = cluster::nodes(&seeds, timeout)
                 .await
                 .map_err(AclError::Unreachable)?;
             for node in nodes {
@@ -184,11 +185,7 @@ async fn check_node(
         .unwrap_or("default")
         .to_owned();
     let place = format!("Redis user '{user}' at {}", info.addr());
-    let config = AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(timeout))
-        .set_response_timeout(Some(timeout));
-    let mut conn = client
-        .get_multiplexed_async_connection_with_config(&config)
+    let mut conn = connect_once(&client, timeout)
         .await
         .map_err(|e| AclError::Unreachable(e.to_string()))?;
     let mut calls = probes(denied);

@@ -2,28 +2,28 @@
 
 use std::sync::Arc;
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRef, FromRequestParts};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap};
 use subtle::ConstantTimeEq;
 
 use crate::config::TokenSpec;
 use crate::error::GatewayError;
-use crate::routes::App;
 
 /// What a valid token grants. As an extractor it authenticates the request (401 otherwise).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Grant {
-    /// Index of the Redis backend.
-    pub backend: usize,
+    /// Index of the Redis upstream.
+    pub upstream: usize,
     /// Only read commands allowed.
     pub readonly: bool,
 }
 
 /// All accepted tokens, stored as SHA-1 digests so that every comparison has the same length.
-#[derive(Debug)]
+/// Cloning shares the table.
+#[derive(Debug, Clone)]
 pub struct TokenTable {
-    entries: Vec<([u8; 20], Grant)>,
+    entries: Arc<[([u8; 20], Grant)]>,
 }
 
 fn digest(bytes: &[u8]) -> [u8; 20] {
@@ -39,7 +39,7 @@ impl TokenTable {
                 (
                     digest(t.token.as_bytes()),
                     Grant {
-                        backend: t.backend,
+                        upstream: t.upstream,
                         readonly: t.readonly,
                     },
                 )
@@ -53,7 +53,7 @@ impl TokenTable {
     pub fn lookup(&self, presented: &[u8]) -> Option<Grant> {
         let presented = digest(presented);
         let mut found = None;
-        for (stored, grant) in &self.entries {
+        for (stored, grant) in self.entries.iter() {
             if bool::from(stored.ct_eq(&presented)) {
                 found = Some(*grant);
             }
@@ -68,11 +68,16 @@ impl TokenTable {
     }
 }
 
-impl FromRequestParts<Arc<App>> for Grant {
+/// Needs only the token table of the state.
+impl<S> FromRequestParts<S> for Grant
+where
+    TokenTable: FromRef<S>,
+    S: Send + Sync,
+{
     type Rejection = GatewayError;
 
-    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self, GatewayError> {
-        app.tokens
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, GatewayError> {
+        TokenTable::from_ref(state)
             .authenticate(&parts.headers, parts.uri.query())
             .ok_or(GatewayError::Unauthorized)
     }
@@ -107,12 +112,12 @@ mod tests {
         TokenTable::new(&[
             TokenSpec {
                 token: "secret".into(),
-                backend: 0,
+                upstream: 0,
                 readonly: false,
             },
             TokenSpec {
                 token: "reader".into(),
-                backend: 1,
+                upstream: 1,
                 readonly: true,
             },
         ])
@@ -123,11 +128,11 @@ mod tests {
         let t = table();
         let mut h = HeaderMap::new();
         h.insert("AUTHORIZATION", "bearer secret".parse().unwrap());
-        assert_eq!(t.authenticate(&h, None).map(|g| g.backend), Some(0));
+        assert_eq!(t.authenticate(&h, None).map(|g| g.upstream), Some(0));
         let empty = HeaderMap::new();
         let g = t.authenticate(&empty, Some("a=1&_token=reader")).unwrap();
         assert!(g.readonly);
-        assert_eq!(g.backend, 1);
+        assert_eq!(g.upstream, 1);
     }
 
     #[test]

@@ -9,13 +9,7 @@ use base64::Engine as _;
 use redis::Value;
 use serde_json::{json, Value as Json};
 
-/// The text of a Redis error reply: code and details, e.g. `NOSCRIPT No matching script.`.
-pub fn error_text(error: &redis::ServerError) -> String {
-    match error.details() {
-        Some(details) => format!("{} {}", error.code(), details),
-        None => error.code().to_owned(),
-    }
-}
+use crate::error::error_text;
 
 fn text(bytes: &[u8], base64: bool) -> Json {
     if base64 {

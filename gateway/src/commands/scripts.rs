@@ -10,7 +10,9 @@
 use std::collections::HashMap;
 use std::sync::RwLock;
 
-use crate::command::Command;
+use redis::Value;
+
+use super::command::Command;
 
 /// Shebang flags Redis 7 accepts.
 const KNOWN_FLAGS: &[&str] = &[
@@ -89,6 +91,18 @@ pub enum ReplyFix {
     None,
     /// `SCRIPT LOAD` must answer the SHA-1 of the client's text, not of the stripped one.
     ScriptSha(String),
+}
+
+impl ReplyFix {
+    /// Redis's reply as the client expects it.
+    pub fn apply(&self, reply: Value) -> Value {
+        match (self, reply) {
+            (Self::ScriptSha(sha), Value::BulkString(_)) => {
+                Value::BulkString(sha.clone().into_bytes())
+            }
+            (_, reply) => reply,
+        }
+    }
 }
 
 /// Map from the client's SHA-1 to the stripped script's SHA-1.

@@ -19,21 +19,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tower::ServiceExt;
 
-use crate::routes::GatewayService;
-
-/// Connection limits.
-#[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    /// From the first byte of a request head to its end (slow-header clients).
-    pub header_read: Duration,
-    /// No request in flight and no byte either way for this long: the connection is closed
-    /// (also a connection that never sends a byte).
-    pub idle: Duration,
-    /// Open connections at most; further ones wait in the listen backlog.
-    pub max_connections: usize,
-    /// After the shutdown signal, how long in-flight requests may take before the process exits.
-    pub shutdown_grace: Duration,
-}
+use super::routes::GatewayService;
+use crate::config::Limits;
 
 /// After the last reply, how long a connection may keep sending (the rest of a body refused with
 /// 413) before it is closed: closing with unread data makes the kernel send a reset, which can

@@ -1,0 +1,10 @@
+//! The Upstash REST protocol over HTTP/1.1: the accept loop, the routes, their extractors and the
+//! state they share.
+
+pub mod auth;
+mod call;
+mod encoding;
+mod extractors;
+pub mod routes;
+pub mod server;
+pub mod state;
