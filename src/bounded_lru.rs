@@ -32,11 +32,12 @@ struct Entry<V> {
 impl<V> BoundedLru<V> {
     /// The bytes an entry is counted as besides its key and what its value holds on the heap: the
     /// list node (key, value, two links) and its table slot (two pointers and a control byte), the
-    /// slot counted twice since a table that has just grown is half empty.
+    /// slot counted five times: a table churned at a steady size doubles when removals have left no
+    /// free slot, and may then be as little as 22% full.
     pub const ENTRY_OVERHEAD: usize = size_of::<Box<str>>()
         + size_of::<Entry<V>>()
         + 2 * size_of::<usize>()
-        + 2 * (2 * size_of::<usize>() + 1);
+        + 5 * (2 * size_of::<usize>() + 1);
 
     /// An empty table for up to `max_entries` entries (at least 1) and `max_bytes` bytes.
     pub fn new(max_entries: usize, max_bytes: usize) -> Self {
