@@ -1,8 +1,11 @@
 //! Nanoseconds per decision on `MemoryBackend`, for each algorithm, beside `governor`'s keyed limiter
-//! in the same run: one hot key, and 100,000 keys visited in turn. Run with `make bench`.
+//! in the same run: one hot key, and 100,000 keys visited in turn. And nanoseconds per identifier newly
+//! denied while the ephemeral cache is full of live blocks, at 10,000 and 100,000 entries: each
+//! iteration blocks a key never seen, which evicts one. Run with `make bench`.
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
 use edgelimit::algorithm::Algorithm;
+use edgelimit::ratelimit::EphemeralCache;
 use edgelimit::{Backend, FixedWindow, Gcra, MemoryBackend, SlidingWindow, TokenBucket};
 use governor::{Quota, RateLimiter};
 use std::future::Future;
@@ -74,9 +77,38 @@ fn decisions(c: &mut Criterion) {
     }
 }
 
+fn full_ephemeral_cache(c: &mut Criterion) {
+    const NOW_MS: u64 = 1_700_000_000_000;
+    const UNTIL_MS: u64 = NOW_MS + 3_600_000;
+    let mut group =
+        c.benchmark_group("ephemeral cache full of live blocks, newly denied identifier");
+    for entries in [10_000, 100_000] {
+        let cache = EphemeralCache::new(entries).with_max_bytes(usize::MAX);
+        for i in 0..entries {
+            cache.insert(format!("user:{i}"), 1.0, UNTIL_MS, 5, NOW_MS);
+        }
+        let mut next = entries;
+        group.bench_function(
+            BenchmarkId::new("edgelimit", format!("{entries} entries")),
+            |b| {
+                b.iter_batched(
+                    || {
+                        next += 1;
+                        format!("user:{next}")
+                    },
+                    |key| cache.insert(key, 1.0, UNTIL_MS, 5, NOW_MS),
+                    BatchSize::SmallInput,
+                )
+            },
+        );
+        assert_eq!(cache.len(), entries, "full all along");
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
-    targets = decisions
+    targets = decisions, full_ephemeral_cache
 }
 criterion_main!(benches);

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Turns criterion's estimates into a markdown table: ns per decision and the ratio to the peer
-measured in the same group (the benchmark whose name contains "peer")."""
+"""Turns criterion's estimates into a markdown table per group: ns per decision (per newly denied
+identifier in the groups of the ephemeral cache) and the ratio to the peer measured in the same group
+(the benchmark whose name contains "peer"), if any."""
 import json
 import pathlib
 import sys
@@ -14,7 +15,8 @@ for estimates in sorted(root.glob("**/new/estimates.json")):
 
 for group, rows in groups.items():
     peer = next((ns for name, ns in rows if "peer" in name), None)
-    print(f"\n### {group}\n\n| benchmark | ns per decision | × peer |\n|---|---:|---:|")
+    unit = "ns per newly denied identifier" if "denied" in group else "ns per decision"
+    print(f"\n### {group}\n\n| benchmark | {unit} | × peer |\n|---|---:|---:|")
     for name, ns in rows:
         ratio = f"{ns / peer:.2f}" if peer else "-"
         print(f"| {name} | {ns:.0f} | {ratio} |")

@@ -37,6 +37,7 @@
 
 pub mod algorithm;
 mod backend;
+mod bounded_lru;
 mod clock;
 mod decision;
 mod duration;

@@ -120,6 +120,57 @@ fn a_million_identifiers_stay_within_the_key_cap() {
 }
 
 #[test]
+fn distinct_megabyte_keys_stay_within_the_byte_budget() {
+    const MAX_BYTES: usize = 64 << 20;
+    let store = MemoryBackend::with_max_keys(1_000)
+        .with_max_bytes(MAX_BYTES)
+        .with_clock(ManualClock::from_millis(EPOCH_MS));
+    assert_eq!(store.max_bytes(), MAX_BYTES);
+    let rule: Algorithm = FixedWindow::new(10, Duration::from_secs(3600))
+        .unwrap()
+        .into();
+    let megabyte_key = |i: usize| format!("{i}:{}", "k".repeat(1 << 20));
+    for i in 0..300 {
+        let key = megabyte_key(i);
+        assert!(block_on(store.acquire(&key, 1.0, rule)).unwrap().allowed);
+        assert!(
+            store.bytes() <= MAX_BYTES,
+            "{} bytes after {i}",
+            store.bytes()
+        );
+        assert_eq!(
+            block_on(store.available(&key, rule)).unwrap(),
+            9.0,
+            "the newest is kept"
+        );
+    }
+    // 16 shards of 4 MiB, three such keys each at most.
+    assert!(store.len() <= 48, "{} keys", store.len());
+    assert!(store.len() >= 16, "{} keys", store.len());
+    assert_eq!(
+        block_on(store.available(&megabyte_key(0), rule)).unwrap(),
+        10.0
+    );
+}
+
+#[test]
+fn a_key_too_long_for_a_shard_is_refused() {
+    let store = MemoryBackend::with_max_keys(16).with_max_bytes(16 << 20);
+    let rule: Algorithm = FixedWindow::new(10, Duration::from_secs(60))
+        .unwrap()
+        .into();
+    let fits = "k".repeat((1 << 20) - MemoryBackend::KEY_OVERHEAD);
+    assert!(block_on(store.acquire(&fits, 1.0, rule)).unwrap().allowed);
+    let too_long = format!("{fits}k");
+    let refused = block_on(store.acquire(&too_long, 1.0, rule)).unwrap_err();
+    assert!(
+        matches!(refused, edgelimit::Error::TooLong { field: "key", .. }),
+        "{refused}"
+    );
+    assert_eq!(store.len(), 1);
+}
+
+#[test]
 fn keys_whose_state_is_fresh_again_are_forgotten() {
     let clock = ManualClock::from_millis(EPOCH_MS);
     let store = MemoryBackend::with_max_keys(100_000).with_clock(clock.clone());

@@ -1,5 +1,6 @@
 // Section 4: the native tables, run here so that they land in the same report: `cargo bench --bench
-// memory_backend` (criterion: MemoryBackend beside governor, tabled by scripts/criterion_table.py) and
+// memory_backend` (criterion: MemoryBackend beside governor, and a newly denied identifier in a full
+// ephemeral cache, tabled by scripts/criterion_table.py) and
 // bench/gateway/run.sh (the gateway beside raw redis-benchmark on the same script). Each keeps its
 // markdown; the JSON gets the same tables as rows.
 import { spawn } from "node:child_process";

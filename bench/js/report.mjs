@@ -111,7 +111,7 @@ function nativeMarkdown(native) {
   if (!native) return "## 4. Native: governor and raw redis-benchmark\n\nSkipped in smoke mode.";
   return `## 4. Native: governor and raw redis-benchmark
 
-### MemoryBackend beside governor (\`cargo bench --bench memory_backend\`, criterion, ns per decision)
+### MemoryBackend beside governor, and the full ephemeral cache (\`cargo bench --bench memory_backend\`, criterion)
 ${native.criterion.markdown.replace(/^### /gm, "#### ")}
 
 ### The gateway beside raw redis-benchmark, same EVALSHA script (\`bench/gateway/run.sh\`)

@@ -3,10 +3,11 @@
 use super::{Backend, Outcome};
 use crate::algorithm::{Algorithm, Cost, State};
 use crate::clock::{Clock, SystemClock};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::maybe_send::BoxFuture;
 use hashbrown::HashTable;
 use std::hash::BuildHasher;
+use std::mem::size_of;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// The seeded hasher of the key table.
@@ -14,6 +15,10 @@ type HashState = crate::key_hasher::KeyHasher;
 
 /// How many keys a [`MemoryBackend`] keeps unless told otherwise.
 pub const DEFAULT_MAX_KEYS: usize = 100_000;
+
+/// How many bytes a [`MemoryBackend`] keeps unless told otherwise: at the default 100,000 keys the
+/// keys are the bound up to keys of about 500 bytes, and 16 KiB keys fill it at about 4,000.
+pub const DEFAULT_MAX_BYTES: usize = 64 << 20;
 
 /// Most shards a backend splits its keys over, to spread lock contention between threads.
 const MAX_SHARDS: usize = 16;
@@ -24,13 +29,21 @@ const MIN_SWEEP_INTERVAL: usize = 64;
 /// The embedded store: keeps each key's state in this process and runs the algorithm's pure transition
 /// under a lock, so every decision is atomic per key.
 ///
-/// Memory stays bounded: a key is forgotten once its state is the same as a new key's (a window that
-/// has passed, a refilled bucket), and a full store evicts its least recently used keys, an eighth of
-/// them at a time so that eviction costs O(1) per insert. Keys are spread over up to 16 shards, each
-/// with its own lock and `max_keys / shards` keys. A key costs about 90 bytes plus its length
-/// (measured in `tests/memory_cost.rs`: 108 bytes for a 16-byte key).
+/// Memory stays bounded, in keys and in bytes: a key is forgotten once its state is the same as a new
+/// key's (a window that has passed, a refilled bucket), and a full store evicts its least recently used
+/// keys. Keys are spread over up to 16 shards, each with its own lock, `max_keys / shards` keys and
+/// `max_bytes / shards` bytes. A key is counted as its length plus [`MemoryBackend::KEY_OVERHEAD`]
+/// (it costs less: about 90 bytes plus its length, measured in `tests/memory_cost.rs`); a key that
+/// alone would not fit in a shard is refused with [`Error::TooLong`].
+///
+/// Eviction drops the least recently used eighth of a full shard's keys in one pass over the shard
+/// (a selection, linear), again until the new key fits: a pass visits at most 8 keys per key it drops,
+/// so an insert's work is proportional to what it frees and O(1) amortised per insert. The decision
+/// itself pays only a counter per use: `cargo bench --bench memory_backend` measures it.
 pub struct MemoryBackend {
     shards: Box<[Mutex<Shard>]>,
+    /// The longest key a shard can hold.
+    max_key_len: usize,
     hasher: HashState,
     clock: Arc<dyn Clock>,
     /// Limits set with [`Backend::set_dynamic_limit`], with their keys: one per limit prefix that uses
@@ -41,6 +54,9 @@ pub struct MemoryBackend {
 struct Shard {
     slots: HashTable<Slot>,
     max_keys: usize,
+    /// What the slots are counted as ([`Slot::bytes`]), at most `max_bytes`.
+    bytes: usize,
+    max_bytes: usize,
     /// Counts accesses; a slot's `used_at` is the count at its last use, for LRU eviction.
     ticks: u64,
     inserts_until_sweep: usize,
@@ -54,6 +70,13 @@ struct Slot {
     used_at: u64,
 }
 
+impl Slot {
+    /// What the slot is counted as in its shard's bytes.
+    fn bytes(&self) -> usize {
+        self.key.len() + MemoryBackend::KEY_OVERHEAD
+    }
+}
+
 impl Default for MemoryBackend {
     fn default() -> Self {
         Self::new()
@@ -61,12 +84,18 @@ impl Default for MemoryBackend {
 }
 
 impl MemoryBackend {
-    /// A store of up to [`DEFAULT_MAX_KEYS`] keys on the system clock.
+    /// The bytes a key is counted as besides its length: its slot in the table (the key's pointer and
+    /// length, the state, two timestamps) and the slot's control byte, counted five times: a table
+    /// churned at a steady size doubles when removals have left no free slot, and may then be as
+    /// little as 22% full.
+    pub const KEY_OVERHEAD: usize = 5 * (size_of::<Slot>() + 1);
+
+    /// A store of up to [`DEFAULT_MAX_KEYS`] keys and [`DEFAULT_MAX_BYTES`] on the system clock.
     pub fn new() -> Self {
         Self::with_max_keys(DEFAULT_MAX_KEYS)
     }
 
-    /// A store of up to `max_keys` keys (at least 1) on the system clock.
+    /// A store of up to `max_keys` keys (at least 1) and [`DEFAULT_MAX_BYTES`] on the system clock.
     pub fn with_max_keys(max_keys: usize) -> Self {
         let max_keys = max_keys.max(1);
         let shard_count = MAX_SHARDS.min(1 << max_keys.ilog2());
@@ -75,6 +104,8 @@ impl MemoryBackend {
                 Mutex::new(Shard {
                     slots: HashTable::new(),
                     max_keys: max_keys / shard_count,
+                    bytes: 0,
+                    max_bytes: DEFAULT_MAX_BYTES / shard_count,
                     ticks: 0,
                     inserts_until_sweep: MIN_SWEEP_INTERVAL,
                 })
@@ -82,10 +113,25 @@ impl MemoryBackend {
             .collect();
         Self {
             shards,
+            max_key_len: max_key_len(DEFAULT_MAX_BYTES / shard_count),
             hasher: HashState::default(),
             clock: Arc::new(SystemClock),
             dynamic_limits: Mutex::default(),
         }
+    }
+
+    /// The same store holding at most `max_bytes`, split evenly over its shards; a key too long for a
+    /// shard is refused. Least recently used keys go at the next insert to fit.
+    pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
+        let per_shard = max_bytes / self.shards.len();
+        for shard in self.shards.iter_mut() {
+            shard
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner)
+                .max_bytes = per_shard;
+        }
+        self.max_key_len = max_key_len(per_shard);
+        self
     }
 
     /// The same store reading time from `clock`.
@@ -97,6 +143,16 @@ impl MemoryBackend {
     /// The most keys this store keeps.
     pub fn max_keys(&self) -> usize {
         self.shards.len() * self.lock(0).max_keys
+    }
+
+    /// The most bytes this store keeps.
+    pub fn max_bytes(&self) -> usize {
+        self.shards.len() * self.lock(0).max_bytes
+    }
+
+    /// The bytes its keys are counted as now (see [`MemoryBackend::KEY_OVERHEAD`]).
+    pub fn bytes(&self) -> usize {
+        (0..self.shards.len()).map(|i| self.lock(i).bytes).sum()
     }
 
     /// How many keys are stored now (including some that are already idle but not yet swept).
@@ -119,6 +175,13 @@ impl MemoryBackend {
         params: Algorithm,
         limit_key: Option<&str>,
     ) -> Result<Outcome> {
+        if key.len() > self.max_key_len {
+            return Err(Error::TooLong {
+                field: "key",
+                bytes: key.len(),
+                max: self.max_key_len,
+            });
+        }
         let rule = match limit_key.and_then(|limit_key| self.stored_limit(limit_key)) {
             Some(limit) => params.with_capacity(limit)?,
             None => params,
@@ -145,7 +208,8 @@ impl MemoryBackend {
         let hash = self.hasher.hash_one(key);
         let mut shard = self.lock(self.shard_of(hash));
         if let Ok(slot) = shard.slots.find_entry(hash, |slot| &*slot.key == key) {
-            slot.remove();
+            let (slot, _) = slot.remove();
+            shard.bytes -= slot.bytes();
         }
     }
 
@@ -236,28 +300,53 @@ impl MemoryBackend {
 }
 
 impl Shard {
-    /// Inserts a new key, first making room if the shard is full, and now and then sweeping out idle
-    /// keys (after as many inserts as there were keys at the last sweep, so O(1) per insert).
+    /// Inserts a new key (short enough to fit: see `max_key_len`), first making room if the shard is
+    /// full, and now and then sweeping out idle keys (after as many inserts as there were keys at the
+    /// last sweep, so O(1) per insert).
     fn insert(&mut self, hash: u64, slot: Slot, now: u64, hasher: &HashState) {
+        let bytes = slot.bytes();
         self.inserts_until_sweep = self.inserts_until_sweep.saturating_sub(1);
-        if self.inserts_until_sweep == 0 || self.slots.len() >= self.max_keys {
-            self.slots.retain(|slot| slot.idle_at > now);
+        if self.inserts_until_sweep == 0 || self.is_full(bytes) {
+            self.drop_slots(|slot| slot.idle_at <= now);
             self.inserts_until_sweep = self.slots.len().max(MIN_SWEEP_INTERVAL);
         }
-        if self.slots.len() >= self.max_keys {
+        while self.is_full(bytes) && !self.slots.is_empty() {
             self.evict_least_recently_used();
         }
+        self.bytes += bytes;
         self.slots
             .insert_unique(hash, slot, |slot| hasher.hash_one(&*slot.key));
     }
 
-    /// Drops the least recently used eighth of the keys (at least one).
+    /// Whether a key of `bytes` more would take the shard past its keys or its bytes.
+    fn is_full(&self, bytes: usize) -> bool {
+        self.slots.len() >= self.max_keys || self.bytes + bytes > self.max_bytes
+    }
+
+    /// Drops the least recently used eighth of the keys (at least one) in one pass.
     fn evict_least_recently_used(&mut self) {
         let uses: Vec<u64> = self.slots.iter().map(|slot| slot.used_at).collect();
-        let count = (self.max_keys / 8).clamp(1, uses.len());
+        let count = (uses.len() / 8).max(1);
         let newest_evicted = nth_smallest(uses, count - 1);
-        self.slots.retain(|slot| slot.used_at > newest_evicted);
+        self.drop_slots(|slot| slot.used_at <= newest_evicted);
     }
+
+    /// Drops the slots `drop` picks, counting off their bytes.
+    fn drop_slots(&mut self, drop: impl Fn(&Slot) -> bool) {
+        let bytes = &mut self.bytes;
+        self.slots.retain(|slot| {
+            let dropped = drop(slot);
+            if dropped {
+                *bytes -= slot.bytes();
+            }
+            !dropped
+        });
+    }
+}
+
+/// The longest key a shard of `max_bytes` can hold.
+fn max_key_len(max_bytes: usize) -> usize {
+    max_bytes.saturating_sub(MemoryBackend::KEY_OVERHEAD)
 }
 
 /// The `index`-th smallest of `values` (from 0), in linear time.

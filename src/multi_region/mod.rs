@@ -85,9 +85,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// How many requests a limit remembers from its replies, over every key (see [`Known`]): about
-/// 100 bytes each.
-const KNOWN_REQUESTS: usize = 20_000;
+/// How many bytes a limit keeps of what it learns from its replies, over every key (see [`Known`]):
+/// about 20,000 requests of 100 bytes.
+const KNOWN_BYTES: usize = 2 << 20;
 
 /// A limit replicated over several Redis databases, one per region (see the module's documentation).
 pub struct MultiRegionRatelimit<T> {
@@ -134,7 +134,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
             limit_key: None,
             fail_mode: FailMode::Open,
             clock: Arc::new(SystemClock),
-            known: Arc::new(Known::new(KNOWN_REQUESTS)),
+            known: Arc::new(Known::new(KNOWN_BYTES)),
         })
     }
 

@@ -1,21 +1,24 @@
 //! The ephemeral cache of `@upstash/ratelimit`: identifiers known to be blocked, answered without asking
 //! the backend, but bounded in size (the peer's grows forever) and forgotten when the block ends.
 
-// hashbrown's map rather than std's: the memory backend's table is hashbrown's, so the wasm package
-// carries one copy of the table code, not two.
 use super::{Reason, Response};
+use crate::bounded_lru::BoundedLru;
 use crate::decision::Decision;
-use crate::key_hasher::KeyHasher;
-use hashbrown::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-/// Identifiers known to be blocked until some time, at most `max_entries` of them. One cache may be
-/// shared by several [`Ratelimit`](super::Ratelimit)s (keys carry their prefix).
+/// How many bytes an ephemeral cache (and local counts) holds at most unless told otherwise: at the
+/// default 10,000 entries and keys of up to about 300 bytes the entries are the bound, and 16 KiB
+/// identifiers fill it at about 250.
+pub const DEFAULT_CACHE_BYTES: usize = 4 << 20;
+
+/// Identifiers known to be blocked until some time, at most `max_entries` of them and
+/// [`DEFAULT_CACHE_BYTES`] (or [`EphemeralCache::with_max_bytes`]) in all, the least recently used
+/// forgotten first, in O(1) whatever the fill. One cache may be shared by several
+/// [`Ratelimit`](super::Ratelimit)s (keys carry their prefix).
 #[derive(Debug)]
 pub struct EphemeralCache {
-    entries: Mutex<HashMap<String, Block, KeyHasher>>,
-    max_entries: usize,
+    entries: Mutex<BoundedLru<Block>>,
 }
 
 /// One blocked key.
@@ -30,11 +33,26 @@ pub(crate) struct Block {
 }
 
 impl EphemeralCache {
-    /// A cache of up to `max_entries` blocked keys (at least 1).
+    /// The bytes an entry is counted as besides its key's: an estimate of the list node and the table
+    /// slot holding it.
+    pub const ENTRY_OVERHEAD: usize = BoundedLru::<Block>::ENTRY_OVERHEAD;
+
+    /// A cache of up to `max_entries` blocked keys (at least 1) and [`DEFAULT_CACHE_BYTES`].
     pub fn new(max_entries: usize) -> Self {
         Self {
-            entries: Mutex::new(HashMap::default()),
-            max_entries: max_entries.max(1),
+            entries: Mutex::new(BoundedLru::new(max_entries, DEFAULT_CACHE_BYTES)),
+        }
+    }
+
+    /// The same cache holding at most `max_bytes`: each key counted as its length plus
+    /// [`EphemeralCache::ENTRY_OVERHEAD`]; a key longer than that alone is not cached.
+    pub fn with_max_bytes(self, max_bytes: usize) -> Self {
+        let entries = self
+            .entries
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        Self {
+            entries: Mutex::new(entries.with_max_bytes(max_bytes)),
         }
     }
 
@@ -48,14 +66,29 @@ impl EphemeralCache {
         self.len() == 0
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Block, KeyHasher>> {
+    /// The bytes its keys are counted as now, at most [`EphemeralCache::max_bytes`].
+    pub fn bytes(&self) -> usize {
+        self.lock().bytes()
+    }
+
+    /// The most keys it holds.
+    pub fn max_entries(&self) -> usize {
+        self.lock().max_entries()
+    }
+
+    /// The most bytes it holds.
+    pub fn max_bytes(&self) -> usize {
+        self.lock().max_bytes()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BoundedLru<Block>> {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The block on `key` if a request of `rate` at `now_ms` is known to be denied.
     pub(crate) fn blocked(&self, key: &str, rate: f64, now_ms: u64) -> Option<Block> {
         let mut entries = self.lock();
-        let block = *entries.get(key)?;
+        let block = *entries.get_mut(key)?;
         if block.until_ms <= now_ms {
             entries.remove(key);
             return None;
@@ -63,35 +96,27 @@ impl EphemeralCache {
         (rate >= block.rate).then_some(block)
     }
 
-    /// Remembers that `rate` on `key` is denied until `until_ms`.
-    pub(crate) fn insert(&self, key: String, rate: f64, until_ms: u64, limit: u64, now_ms: u64) {
+    /// Remembers that requests of `rate` or more on `key` are denied by `limit` until `until_ms`
+    /// (milliseconds since the epoch), as learnt at `now_ms`. A full cache forgets its least recently
+    /// used key, whether its block is still running or not: one key, in O(1).
+    pub fn insert(&self, key: String, rate: f64, until_ms: u64, limit: u64, now_ms: u64) {
         let mut entries = self.lock();
-        if entries.len() >= self.max_entries && !entries.contains_key(&key) {
-            // Expired blocks go; if there are none, the cache is full of live blocks: drop the one that
-            // would expire first (the first met of those).
-            let soonest = entries.values().map(|block| block.until_ms).min();
-            let mut soonest = soonest.filter(|&until_ms| until_ms > now_ms);
-            entries.retain(|_, block| {
-                block.until_ms > now_ms
-                    && (soonest != Some(block.until_ms) || soonest.take().is_none())
-            });
+        if let Some(block) = entries.get_mut(&key) {
+            if block.until_ms > now_ms {
+                block.rate = block.rate.min(rate);
+            } else {
+                block.rate = rate;
+            }
+            block.until_ms = until_ms;
+            block.limit = limit;
+            return;
         }
-        // A new key's placeholder block has expired, so the rate of a live block is all that is kept.
-        let block = entries.entry(key).or_insert(Block {
-            until_ms: 0,
-            rate,
-            limit,
-        });
-        let rate = if block.until_ms > now_ms {
-            block.rate.min(rate)
-        } else {
-            rate
-        };
-        *block = Block {
+        let block = Block {
             until_ms,
             rate,
             limit,
         };
+        entries.insert(key, block, 0);
     }
 
     /// Forgets `key`.
@@ -137,30 +162,69 @@ impl EphemeralCache {
 mod tests {
     use super::*;
 
+    const UNTIL_MS: u64 = 1_000;
+
+    fn held(cache: &EphemeralCache, keys: &[&str]) -> Vec<String> {
+        keys.iter()
+            .filter(|key| cache.lock().peek(key).is_some())
+            .map(|key| key.to_string())
+            .collect()
+    }
+
     #[test]
-    fn a_full_cache_drops_expired_blocks_else_the_one_expiring_first() {
+    fn a_full_cache_of_live_blocks_takes_a_new_denial_and_forgets_exactly_the_least_recently_used()
+    {
         let cache = EphemeralCache::new(3);
-        for (key, until_ms) in [("a", 100), ("b", 50), ("c", 50)] {
-            cache.insert(key.to_owned(), 1.0, until_ms, 5, 0);
+        for key in ["a", "b", "c"] {
+            cache.insert(key.to_owned(), 1.0, UNTIL_MS, 5, 0);
         }
-        cache.insert("d".to_owned(), 1.0, 70, 5, 0);
-        let held = |now_ms| {
-            let mut held: Vec<&str> = ["a", "b", "c", "d"]
-                .into_iter()
-                .filter(|key| cache.blocked(key, 1.0, now_ms).is_some())
-                .collect();
-            held.sort_unstable();
-            held
-        };
-        let after_one = held(0);
         assert!(
-            after_one == ["a", "c", "d"] || after_one == ["a", "b", "d"],
-            "{after_one:?}"
+            cache.blocked("a", 1.0, 10).is_some(),
+            "a is now the most recent"
         );
-        // At 60 the remaining 50 ms block has expired: it goes, and nothing live is dropped.
-        cache.insert("e".to_owned(), 1.0, 90, 5, 60);
+        cache.insert("d".to_owned(), 1.0, UNTIL_MS, 5, 10);
         assert_eq!(cache.len(), 3);
-        assert!(cache.blocked("e", 1.0, 60).is_some());
-        assert_eq!(held(60), ["a", "d"]);
+        assert_eq!(held(&cache, &["a", "b", "c", "d"]), ["a", "c", "d"]);
+        cache.insert("e".to_owned(), 1.0, UNTIL_MS, 5, 10);
+        assert_eq!(held(&cache, &["a", "b", "c", "d", "e"]), ["a", "d", "e"]);
+    }
+
+    #[test]
+    fn blocks_expire_and_a_smaller_rate_is_not_blocked_by_a_larger_denial() {
+        let cache = EphemeralCache::new(10);
+        cache.insert("k".to_owned(), 5.0, UNTIL_MS, 5, 0);
+        assert!(cache.blocked("k", 5.0, 1).is_some());
+        assert!(cache.blocked("k", 1.0, 1).is_none());
+        cache.insert("k".to_owned(), 2.0, UNTIL_MS, 5, 1);
+        assert!(
+            cache.blocked("k", 3.0, 1).is_some(),
+            "the smaller live rate is kept"
+        );
+        assert!(cache.blocked("k", 3.0, UNTIL_MS).is_none());
+        assert!(cache.is_empty(), "an expired block is dropped when met");
+        cache.insert("k".to_owned(), 4.0, UNTIL_MS, 5, 0);
+        cache.insert("k".to_owned(), 9.0, 2 * UNTIL_MS, 5, UNTIL_MS);
+        assert!(
+            cache.blocked("k", 4.0, UNTIL_MS).is_none(),
+            "an expired block's rate is not kept"
+        );
+    }
+
+    #[test]
+    fn distinct_megabyte_keys_stay_within_the_byte_budget() {
+        let cache = EphemeralCache::new(1_000).with_max_bytes(4 << 20);
+        for i in 0..50 {
+            let key = format!("{i}:{}", "k".repeat(1 << 20));
+            cache.insert(key.clone(), 1.0, UNTIL_MS, 5, 0);
+            assert!(cache.bytes() <= 4 << 20, "{} bytes", cache.bytes());
+            assert!(cache.blocked(&key, 1.0, 0).is_some(), "the newest is kept");
+        }
+        assert_eq!(cache.len(), 3);
+        let small = EphemeralCache::new(2);
+        for i in 0..100 {
+            small.insert(i.to_string(), 1.0, UNTIL_MS, 5, 0);
+        }
+        assert_eq!(small.len(), 2, "the entries bound holds too");
+        assert_eq!(held(&small, &["98", "99"]), ["98", "99"]);
     }
 }

@@ -9,21 +9,19 @@
 //! comes back: meanwhile a request may be denied early, never admitted late. A request whose answer
 //! never comes (dropped, or cancelled) stays counted until the window ends.
 
+use super::DEFAULT_CACHE_BYTES;
 use crate::algorithm::FixedWindow;
-// hashbrown's map rather than std's: the memory backend's table is hashbrown's, so the wasm package
-// carries one copy of the table code, not two.
-use crate::key_hasher::KeyHasher;
-use hashbrown::HashMap;
+use crate::bounded_lru::BoundedLru;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Per key, the window of `rule` it was counted in, what the backend counted, what is on its way and
-/// the limit that applied; at most `max_entries` keys, and a key of a past window is dropped when next
-/// looked at.
+/// the limit that applied; at most `max_entries` keys and [`DEFAULT_CACHE_BYTES`], the least recently
+/// used forgotten first (in O(1); it is asked of the backend next time), and a key of a past window
+/// dropped when next looked at.
 #[derive(Debug)]
 pub(super) struct LocalCounts {
     rule: FixedWindow,
-    entries: Mutex<HashMap<String, Count, KeyHasher>>,
-    max_entries: usize,
+    entries: Mutex<BoundedLru<Count>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -48,8 +46,7 @@ impl LocalCounts {
     pub fn new(rule: FixedWindow, max_entries: usize) -> Self {
         Self {
             rule,
-            entries: Mutex::new(HashMap::default()),
-            max_entries: max_entries.max(1),
+            entries: Mutex::new(BoundedLru::new(max_entries, DEFAULT_CACHE_BYTES)),
         }
     }
 
@@ -63,7 +60,7 @@ impl LocalCounts {
         (window + 1) * self.rule.window_ms()
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Count, KeyHasher>> {
+    fn lock(&self) -> MutexGuard<'_, BoundedLru<Count>> {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -95,7 +92,7 @@ impl LocalCounts {
     /// What `key` has used in `window`, and its limit, once the backend has counted it.
     pub fn peek(&self, key: &str, window: u64) -> Option<Taken> {
         let entries = self.lock();
-        let count = entries.get(key).filter(|count| count.window == window)?;
+        let count = entries.peek(key).filter(|count| count.window == window)?;
         Some(Taken {
             allowed: true,
             used: count.counted?.saturating_add(count.in_flight),
@@ -106,7 +103,9 @@ impl LocalCounts {
     /// Notes that a request taking `rate` of `key` in `window` leaves for the backend to decide.
     pub fn sending(&self, key: &str, window: u64, rate: f64, limit: u64) {
         let mut entries = self.lock();
-        let count = self.entry(&mut entries, key, window, limit);
+        let Some(count) = entry(&mut entries, key, window, limit) else {
+            return; // too long to keep: asked of the backend every time
+        };
         count.in_flight = count.in_flight.saturating_add(rate.max(0.0) as u64);
     }
 
@@ -115,40 +114,15 @@ impl LocalCounts {
     /// `used` at least, and the request is no longer on its way.
     pub fn answered(&self, key: &str, window: u64, rate: f64, used: u64, limit: u64) {
         let mut entries = self.lock();
-        let count = self.entry(&mut entries, key, window, limit);
+        let Some(count) = entry(&mut entries, key, window, limit) else {
+            return;
+        };
         if count.window != window {
             return; // an answer of a past window
         }
         count.counted = Some(count.counted.map_or(used, |counted| counted.max(used)));
         count.in_flight = count.in_flight.saturating_sub(rate.max(0.0) as u64);
         count.limit = limit;
-    }
-
-    /// `key`'s count, made empty when missing or of a window before `window`; at most `max_entries`.
-    fn entry<'a>(
-        &self,
-        entries: &'a mut HashMap<String, Count, KeyHasher>,
-        key: &str,
-        window: u64,
-        limit: u64,
-    ) -> &'a mut Count {
-        if entries.len() >= self.max_entries && !entries.contains_key(key) {
-            // Past windows go; if there are none, the table is full of current windows: forget any one
-            // (the first met; it is asked of the backend next time).
-            let mut spare = entries.values().all(|count| count.window >= window);
-            entries.retain(|_, count| count.window >= window && !std::mem::take(&mut spare));
-        }
-        let empty = Count {
-            window,
-            counted: None,
-            in_flight: 0,
-            limit,
-        };
-        let count = entries.entry_ref(key).or_insert(empty);
-        if count.window < window {
-            *count = empty;
-        }
-        count
     }
 
     /// Forgets `key`.
@@ -160,6 +134,30 @@ impl LocalCounts {
     pub fn len(&self) -> usize {
         self.lock().len()
     }
+}
+
+/// `key`'s count in `entries`, made empty when missing or of a window before `window`; `None` when the
+/// key alone is larger than the table.
+fn entry<'a>(
+    entries: &'a mut BoundedLru<Count>,
+    key: &str,
+    window: u64,
+    limit: u64,
+) -> Option<&'a mut Count> {
+    let empty = Count {
+        window,
+        counted: None,
+        in_flight: 0,
+        limit,
+    };
+    if !entries.contains(key) && !entries.insert(key, empty, 0) {
+        return None;
+    }
+    let count = entries.get_mut(key)?;
+    if count.window < window {
+        *count = empty;
+    }
+    Some(count)
 }
 
 #[cfg(test)]
@@ -175,23 +173,40 @@ mod tests {
     }
 
     #[test]
-    fn full_counts_drop_past_windows_else_any_one_key() {
+    fn full_counts_forget_the_least_recently_used_key() {
         let counts = counts(10, 2);
         counts.answered("a", 5, 1.0, 1, 10);
         counts.answered("b", 5, 1.0, 2, 10);
+        assert!(
+            counts.take("a", 5, 1.0).is_some(),
+            "a is now the most recent"
+        );
         counts.answered("c", 5, 1.0, 3, 10);
         assert_eq!(counts.len(), 2);
         assert_eq!(counts.peek("c", 5).map(|count| count.used), Some(3));
+        assert_eq!(counts.peek("a", 5).map(|count| count.used), Some(2));
+        assert_eq!(counts.peek("b", 5), None);
+    }
+
+    #[test]
+    fn distinct_megabyte_keys_stay_within_the_byte_budget() {
+        let counts = counts(10, 1_000);
+        for i in 0..20 {
+            let key = format!("{i}:{}", "k".repeat(1 << 20));
+            counts.answered(&key, 5, 1.0, 1, 10);
+            assert!(counts.lock().bytes() <= DEFAULT_CACHE_BYTES);
+            assert!(counts.peek(&key, 5).is_some(), "the newest is kept");
+        }
+        assert_eq!(counts.len(), 3);
+        let huge = "k".repeat(DEFAULT_CACHE_BYTES);
+        counts.sending(&huge, 5, 1.0, 10);
+        counts.answered(&huge, 5, 1.0, 1, 10);
         assert_eq!(
-            ["a", "b"]
-                .into_iter()
-                .filter(|key| counts.peek(key, 5).is_some())
-                .count(),
-            1
+            counts.peek(&huge, 5),
+            None,
+            "too long to keep, so asked of the backend"
         );
-        counts.answered("d", 6, 1.0, 4, 10);
-        assert_eq!(counts.len(), 1, "both keys of window 5 went");
-        assert_eq!(counts.peek("d", 6).map(|count| count.used), Some(4));
+        assert_eq!(counts.len(), 3);
     }
 
     #[test]

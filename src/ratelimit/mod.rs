@@ -16,7 +16,7 @@ mod headers;
 mod local_counts;
 mod settings;
 
-pub use ephemeral_cache::EphemeralCache;
+pub use ephemeral_cache::{EphemeralCache, DEFAULT_CACHE_BYTES};
 pub use guarded::{Answer, Request};
 pub use headers::{rate_limit_headers, HeaderOptions, HeaderStyle};
 pub(crate) use settings::Settings;
@@ -786,11 +786,14 @@ mod tests {
                 assert!(limiter.cached_blocks() <= 3);
             }
             assert_eq!(limiter.cached_blocks(), 3);
-            // Expired entries are pruned when a new one needs room.
+            // Expired blocks answer nothing; the least recently used key makes room for a new one.
             clock.advance(Duration::from_secs(60));
+            assert!(limiter.limit("u9", 1.0).await.unwrap().success);
             limiter.limit("late", 1.0).await.unwrap();
             limiter.limit("late", 1.0).await.unwrap();
-            assert_eq!(limiter.cached_blocks(), 1);
+            assert_eq!(limiter.cached_blocks(), 3);
+            let blocked = limiter.limit("late", 1.0).await.unwrap();
+            assert_eq!(blocked.reason, Some(Reason::CacheBlock));
         });
 
         let (backend, calls) = probe(&clock, None);
