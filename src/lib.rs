@@ -66,4 +66,5 @@ pub use key_layout::KeyLayout;
 pub use maybe_send::{BoxFuture, MaybeSendSync};
 #[cfg(feature = "multi-region")]
 pub use multi_region::MultiRegionRatelimit;
+pub use ratelimit::Configure;
 pub use redis::RedisBackend;

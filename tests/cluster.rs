@@ -17,6 +17,7 @@ use edgelimit::multi_region::MultiRegionRatelimit;
 use edgelimit::ratelimit::{analytics, FailMode, Ratelimit, Reason, Request, Response};
 use edgelimit::redis::{Reply, RestClient};
 use edgelimit::transport::HttpTransport;
+use edgelimit::Configure;
 use edgelimit::{Error, FixedWindow, KeyLayout, RedisBackend, SlidingWindow};
 use futures::future::join_all;
 use std::time::Duration;

@@ -14,6 +14,7 @@ use edgelimit::algorithm::{
     Algorithm, FixedWindowState, GcraState, SlidingWindowState, State, TokenBucketState,
 };
 use edgelimit::ratelimit::{FailMode, Ratelimit, Response};
+use edgelimit::Configure;
 use edgelimit::{
     Error, FixedWindow, Gcra, KeyLayout, ManualClock, RedisBackend, SlidingWindow, TokenBucket,
 };

@@ -8,6 +8,7 @@ mod support;
 
 use edgelimit::ratelimit::Ratelimit;
 use edgelimit::transport::{HttpReply, HttpTransport, Transport};
+use edgelimit::Configure;
 use edgelimit::{BoxFuture, FixedWindow, RedisBackend};
 use futures::channel::oneshot;
 use futures::future::{FutureExt, Shared};

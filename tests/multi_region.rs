@@ -9,6 +9,7 @@ use edgelimit::algorithm::Algorithm;
 use edgelimit::ratelimit::{FailMode, Reason};
 use edgelimit::redis::RestClient;
 use edgelimit::transport::HttpTransport;
+use edgelimit::Configure;
 use edgelimit::{FixedWindow, Gcra, ManualClock, MultiRegionRatelimit, SlidingWindow, TokenBucket};
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -8,6 +8,7 @@ mod support;
 
 use edgelimit::ratelimit::{analytics, Ratelimit, Reason, Request};
 use edgelimit::redis::GUARDED_SCRIPTS;
+use edgelimit::Configure;
 use edgelimit::{Error, FixedWindow, MemoryBackend, RedisBackend};
 use serde_json::{json, Value};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -7,6 +7,7 @@
 mod support;
 
 use edgelimit::ratelimit::{analytics, FailMode, Ratelimit};
+use edgelimit::Configure;
 use edgelimit::{Error, KeyLayout, MultiRegionRatelimit, RedisBackend, MAX_IDENTIFIER_BYTES};
 use futures::future::join_all;
 use serde_json::json;

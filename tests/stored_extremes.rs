@@ -7,6 +7,7 @@ mod support;
 
 use edgelimit::algorithm::Algorithm;
 use edgelimit::ratelimit::Ratelimit;
+use edgelimit::Configure;
 use edgelimit::{FixedWindow, RedisBackend, SlidingWindow, TokenBucket};
 use std::time::Duration;
 use support::Servers;

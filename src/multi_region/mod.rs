@@ -64,8 +64,7 @@ mod state;
 
 pub use state::{derived, epoch_ms, field, Delta, Ledger, Merge};
 
-use crate::algorithm::{Algorithm, Cost, MAX_COUNT};
-use crate::clock::{Clock, SystemClock};
+use crate::algorithm::{Algorithm, Cost};
 use crate::decision::Decision;
 use crate::error::{quote, Error, Result};
 use crate::identifier::SharedKeys;
@@ -73,8 +72,7 @@ use crate::key_layout::KeyLayout;
 use crate::maybe_send::BoxFuture;
 use crate::ratelimit::deadline::Deadline;
 use crate::ratelimit::{
-    limit_key, EphemeralCache, FailMode, Pending, Reason, Remaining, Response, DEFAULT_CACHE_SIZE,
-    DEFAULT_PREFIX,
+    with_dynamic_capacity, Configure, HasSettings, Pending, Remaining, Response, Settings,
 };
 use crate::redis::{Reply, RestClient};
 use crate::transport::Transport;
@@ -89,18 +87,25 @@ use std::time::Duration;
 /// about 20,000 requests of 100 bytes.
 const KNOWN_BYTES: usize = 2 << 20;
 
-/// A limit replicated over several Redis databases, one per region (see the module's documentation).
+/// A limit replicated over several Redis databases, one per region (see the module's documentation),
+/// with the [`Settings`] of any limit (set with [`Configure`]).
 pub struct MultiRegionRatelimit<T> {
     regions: Vec<Arc<RestClient<T>>>,
-    algorithm: Algorithm,
-    prefix: String,
-    key_layout: KeyLayout,
-    cache: Option<Arc<EphemeralCache>>,
-    limit_key: Option<String>,
-    fail_mode: FailMode,
-    clock: Arc<dyn Clock>,
+    settings: Settings,
     known: Arc<Known>,
 }
+
+impl<T> HasSettings for MultiRegionRatelimit<T> {
+    fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    fn settings_mut(&mut self) -> &mut Settings {
+        &mut self.settings
+    }
+}
+
+impl<T> Configure for MultiRegionRatelimit<T> {}
 
 /// What a region answered: a decision, or a plain command's reply (merges, deletes, dynamic limits).
 enum Event {
@@ -113,7 +118,11 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
     /// prefix, an ephemeral cache of [`DEFAULT_CACHE_SIZE`] identifiers, failing open, on the system
     /// clock.
     pub fn new(regions: Vec<T>, algorithm: impl Into<Algorithm>) -> Result<Self> {
-        let algorithm = algorithm.into();
+        Self::from_settings(regions, Settings::new(algorithm.into()))
+    }
+
+    /// A limit applying `settings` in every region of `regions` (at least one), built in one step.
+    pub(crate) fn from_settings(regions: Vec<T>, settings: Settings) -> Result<Self> {
         if regions.is_empty() {
             return Err(Error::InvalidParameter {
                 algorithm: "multi-region ratelimit",
@@ -127,78 +136,14 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
                 .into_iter()
                 .map(|transport| Arc::new(RestClient::new(transport)))
                 .collect(),
-            algorithm,
-            prefix: DEFAULT_PREFIX.to_owned(),
-            key_layout: KeyLayout::Upstash,
-            cache: Some(Arc::new(EphemeralCache::new(DEFAULT_CACHE_SIZE))),
-            limit_key: None,
-            fail_mode: FailMode::Open,
-            clock: Arc::new(SystemClock),
+            settings,
             known: Arc::new(Known::new(KNOWN_BYTES)),
         })
-    }
-
-    /// The same limit with its keys laid out as `key_layout` says. With [`KeyLayout::Cluster`] and
-    /// dynamic limits, each region's dynamic limit is read by a `GET` before its decision's script,
-    /// which applies it as its capacity (a script on a Redis Cluster reaches one hash slot): a second
-    /// round trip per region.
-    pub fn with_key_layout(mut self, key_layout: KeyLayout) -> Self {
-        self.key_layout = key_layout;
-        self
-    }
-
-    /// The same limit with keys `<prefix>:<identifier>:<window>`.
-    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into();
-        let dynamic_limits = self.limit_key.is_some();
-        self.with_dynamic_limits(dynamic_limits)
-    }
-
-    /// The same limit with an ephemeral cache of up to `max_entries` blocked identifiers, or none.
-    pub fn with_ephemeral_cache(mut self, max_entries: Option<usize>) -> Self {
-        self.cache = max_entries.map(|max| Arc::new(EphemeralCache::new(max)));
-        self
-    }
-
-    /// The same limit sharing `cache` with the other limits given it.
-    pub fn with_shared_ephemeral_cache(mut self, cache: Arc<EphemeralCache>) -> Self {
-        self.cache = Some(cache);
-        self
-    }
-
-    /// The same limit with dynamic limits on or off: when on, the limit stored under
-    /// `<prefix>:dynamic:global` in a region replaces the capacity there (read before the decision
-    /// with [`KeyLayout::Cluster`], see [`MultiRegionRatelimit::with_key_layout`]).
-    pub fn with_dynamic_limits(mut self, enabled: bool) -> Self {
-        self.limit_key = limit_key(&self.prefix, enabled);
-        self
-    }
-
-    /// The same limit answering as `fail_mode` says when no region replies.
-    pub fn with_fail_mode(mut self, fail_mode: FailMode) -> Self {
-        self.fail_mode = fail_mode;
-        self
-    }
-
-    /// The same limit reading the time from `clock`.
-    pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
-        self.clock = Arc::new(clock);
-        self
-    }
-
-    /// The algorithm applied.
-    pub fn algorithm(&self) -> Algorithm {
-        self.algorithm
     }
 
     /// How many regions the limit spans.
     pub fn regions(&self) -> usize {
         self.regions.len()
-    }
-
-    /// How many identifiers the ephemeral cache holds now.
-    pub fn cached_blocks(&self) -> usize {
-        self.cache.as_ref().map_or(0, |cache| cache.len())
     }
 
     /// Takes `rate` from `identifier`'s limit and awaits the synchronisation of the regions.
@@ -223,10 +168,10 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
     ) -> BoxFuture<'a, Result<(Response, Pending)>> {
         Box::pin(async move {
             let key = self.key(identifier)?;
-            let cost = self.cost(rate)?;
-            let now = self.clock.now_micros();
+            let cost = self.settings.cost(rate)?;
+            let now = self.settings.clock.now_micros();
             let now_ms = now / 1_000;
-            let cached = self.cache.as_ref();
+            let cached = self.settings.cache.as_ref();
             if let Some(block) = cached.and_then(|cache| cache.answer(&key, rate, now_ms)) {
                 return Ok((block, settled()));
             }
@@ -234,14 +179,14 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
                 Ok(decided) => decided,
                 Err(error) if !error.is_outage() => return Err(error),
                 Err(error) => {
-                    let response = self.fail_mode_response(&error, now_ms);
+                    let response = self.settings.failed(&error, now_ms);
                     return Ok((response, settled()));
                 }
             };
-            if let Some(cache) = &self.cache {
+            if let Some(cache) = &self.settings.cache {
                 cache.learn(key, rate, &decision, now_ms);
             }
-            Ok((response(decision), pending))
+            Ok((Response::decided(decision), pending))
         })
     }
 
@@ -259,12 +204,12 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
         S: Fn(Duration) -> F,
         F: Future<Output = ()>,
     {
-        let deadline = Deadline::after(self.clock.now_micros(), timeout);
+        let deadline = Deadline::after(self.settings.clock.now_micros(), timeout);
         let mut pendings = Vec::new();
         let response = loop {
             let (response, pending) = self.limit_with_pending(identifier, rate).await?;
             pendings.push(pending);
-            let Some(wait) = deadline.wait(self.clock.now_micros(), &response) else {
+            let Some(wait) = deadline.wait(self.settings.clock.now_micros(), &response) else {
                 break response;
             };
             sleep(wait).await;
@@ -282,7 +227,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
     pub async fn get_remaining(&self, identifier: &str) -> Result<Remaining> {
         let key = self.key(identifier)?;
         let (decision, _) = self
-            .decide(&key, Cost::PEEK, self.clock.now_micros())
+            .decide(&key, Cost::PEEK, self.settings.clock.now_micros())
             .await?;
         Ok(Remaining {
             remaining: decision.remaining.max(0.0),
@@ -296,10 +241,14 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
     /// (their [`Pending`] work) may write their ids back, so reset once they have settled.
     pub async fn reset_used_tokens(&self, identifier: &str) -> Result<()> {
         let key = self.key(identifier)?;
-        if let Some(cache) = &self.cache {
+        if let Some(cache) = &self.settings.cache {
             cache.remove(&key);
         }
-        let plan = Plan::new(&self.algorithm, &key, self.clock.now_micros());
+        let plan = Plan::new(
+            &self.settings.algorithm,
+            &key,
+            self.settings.clock.now_micros(),
+        );
         let around = plan.around();
         self.known.forget(&around);
         let mut command = vec!["DEL".to_owned()];
@@ -310,10 +259,10 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
     /// Stores `limit` as the dynamic limit of this prefix in every region, or removes it for `None`;
     /// the first error if any region failed. Needs [`MultiRegionRatelimit::with_dynamic_limits`].
     pub async fn set_dynamic_limit(&self, limit: Option<u64>) -> Result<()> {
-        let key = self.enabled_limit_key()?.to_owned();
+        let key = self.settings.enabled_limit_key()?.to_owned();
         let command = match limit {
             Some(limit) => {
-                self.algorithm.with_capacity(limit)?;
+                self.settings.algorithm.with_capacity(limit)?;
                 vec!["SET".to_owned(), key, limit.to_string()]
             }
             None => vec!["DEL".to_owned(), key],
@@ -324,7 +273,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
     /// The dynamic limit of this prefix as the first region to reply holds it. Needs
     /// [`MultiRegionRatelimit::with_dynamic_limits`].
     pub async fn dynamic_limit(&self) -> Result<Option<u64>> {
-        let key = self.enabled_limit_key()?;
+        let key = self.settings.enabled_limit_key()?;
         let reply = self
             .everywhere(vec!["GET".to_owned(), key.to_owned()], true)
             .await?;
@@ -355,16 +304,16 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
         now: u64,
     ) -> BoxFuture<'a, Result<(Decision, Pending)>> {
         Box::pin(async move {
-            let rule = self.algorithm;
+            let rule = self.settings.algorithm;
             let plan = Arc::new(Plan::new(&rule, key, now));
             let id: Arc<str> = state::field(&rule, now, &request_id()?).into();
             let seen = self.known.get(&plan.keys[0]);
             let mut flight = Flight::new();
-            let read_first = self.key_layout == KeyLayout::Cluster;
+            let read_first = self.settings.key_layout == KeyLayout::Cluster;
             for (index, region) in self.regions.iter().enumerate() {
                 let (region, plan, id) = (Arc::clone(region), Arc::clone(&plan), Arc::clone(&id));
-                let limit_key = self.limit_key.clone();
-                let clock = Arc::clone(&self.clock);
+                let limit_key = self.settings.limit_key().map(str::to_owned);
+                let clock = Arc::clone(&self.settings.clock);
                 let elapsed = move || Duration::from_micros(clock.now_micros().saturating_sub(now));
                 flight.push(
                     index,
@@ -479,14 +428,12 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
         cost: Cost,
         seen: Option<&[Ledger]>,
     ) -> Result<Decision> {
-        let rule = if decided.limit == self.algorithm.capacity() {
-            self.algorithm
+        let algorithm = self.settings.algorithm;
+        let rule = if decided.limit == algorithm.capacity() {
+            algorithm
         } else {
-            self.algorithm
-                .with_capacity(decided.limit)
-                .map_err(|error| Error::Redis {
-                    message: format!("the dynamic limit {} does not fit: {error}", decided.limit),
-                })?
+            let limit_key = self.settings.limit_key().unwrap_or("the dynamic limit");
+            with_dynamic_capacity(algorithm, decided.limit, limit_key)?
         };
         let found = state::derived(&rule, plan.window, &decided.ledgers);
         let decision = rule.apply(found.as_ref(), decided.now, cost).decision;
@@ -515,54 +462,9 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
         Ok(rule.apply(found.as_ref(), decided.now, cost).decision)
     }
 
-    fn fail_mode_response(&self, error: &Error, now_ms: u64) -> Response {
-        Response {
-            success: self.fail_mode == FailMode::Open,
-            limit: self.algorithm.capacity(),
-            remaining: 0.0,
-            reset: now_ms,
-            retry_after: None,
-            reason: Some(match error {
-                Error::Timeout { .. } => Reason::Timeout,
-                _ => Reason::Error,
-            }),
-        }
-    }
-
-    fn enabled_limit_key(&self) -> Result<&str> {
-        self.limit_key.as_deref().ok_or_else(|| Error::Unsupported {
-            what: "dynamic limits are not enabled for this limit".to_owned(),
-        })
-    }
-
-    /// The base key of `identifier` (not empty, not too long, not reaching the dynamic limit's key) in
-    /// the key layout.
+    /// The base key of `identifier` (see [`Settings::key`]).
     fn key(&self, identifier: &str) -> Result<String> {
-        let shared = SharedKeys {
-            dynamic_limit: self.limit_key.is_some(),
-            ..SharedKeys::default()
-        };
-        shared.check(identifier)?;
-        if identifier.is_empty() {
-            return Err(Error::InvalidParameter {
-                algorithm: "ratelimit",
-                name: "identifier",
-                value: "\"\"".to_owned(),
-                reason: "must not be empty",
-            });
-        }
-        self.key_layout.key(&self.prefix, identifier)
-    }
-
-    fn cost(&self, rate: f64) -> Result<Cost> {
-        if rate.is_finite() && rate.abs() > MAX_COUNT as f64 {
-            return Err(Error::InvalidCost {
-                algorithm: self.algorithm.name(),
-                cost: rate,
-                reason: "must be at most 2^53 - 1 in size",
-            });
-        }
-        self.algorithm.cost(rate)
+        self.settings.key(identifier, SharedKeys::default())
     }
 }
 
@@ -637,16 +539,4 @@ fn request_id() -> Result<String> {
         id.push(char::from(HEX[usize::from(byte & 15)]));
     }
     Ok(id)
-}
-
-/// The answer a region's decision gives.
-fn response(decision: Decision) -> Response {
-    Response {
-        success: decision.allowed,
-        limit: decision.limit,
-        remaining: decision.remaining.max(0.0),
-        reset: decision.reset,
-        retry_after: decision.retry_after,
-        reason: None,
-    }
 }

@@ -10,7 +10,7 @@
 
 use super::analytics::Members;
 use super::deny_list;
-use super::{response, Answer, Pending, Ratelimit, Reason, Response};
+use super::{Answer, Pending, Ratelimit, Reason, Response};
 use crate::algorithm::Cost;
 use crate::error::Result;
 use futures_util::future::join;
@@ -34,7 +34,7 @@ impl Ratelimit {
             Some(self.record(events_key.clone(), members.of(success).to_owned()))
         };
         let deny_key = (self.guards.protects() && !values.is_empty())
-            .then(|| deny_list::all_key(&self.prefix));
+            .then(|| deny_list::all_key(self.settings.prefix()));
         let check = async {
             match &deny_key {
                 Some(deny_key) => self.backend.find_denied(deny_key, values).await.map(Some),
@@ -49,7 +49,7 @@ impl Ratelimit {
                 if !error.is_outage() {
                     return Err(error);
                 }
-                let response = self.fail_mode_response(&error, now_ms);
+                let response = self.settings.failed(&error, now_ms);
                 let pending = event(response.success);
                 return Ok(Answer {
                     response,
@@ -58,7 +58,7 @@ impl Ratelimit {
                 });
             }
         };
-        let answered = response(decision);
+        let answered = Response::decided(decision);
         self.learn(key, rate, &decision, now_micros);
         let denied = self.guards.denied_values().zip(found.as_deref());
         if let Some(index) =

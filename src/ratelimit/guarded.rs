@@ -15,7 +15,7 @@
 
 use super::analytics::{self, Members};
 use super::deny_list::{self, DeniedValues};
-use super::{response, Pending, Ratelimit, Reason, Response};
+use super::{Pending, Ratelimit, Reason, Response};
 use crate::backend::{Events, Guard, Guarded};
 use crate::error::{Error, Result};
 use crate::identifier::{check_bytes, check_length, MAX_EVENT_BYTES};
@@ -219,7 +219,10 @@ impl Ratelimit {
     /// Adds the recording of `member`, the event of the value `answer` found in the deny list, to its
     /// pending work.
     pub(crate) fn record_denied(&self, answer: &mut Answer, member: String) {
-        let key = analytics::events_key(&self.prefix, self.clock.now_micros() / 1_000);
+        let key = analytics::events_key(
+            self.settings.prefix(),
+            self.settings.clock.now_micros() / 1_000,
+        );
         answer.pending = join(answer.pending.take(), Some(self.record(key, member)));
     }
 
@@ -246,16 +249,16 @@ impl Ratelimit {
         members: Option<Members>,
     ) -> Result<Answer> {
         let key = self.key(identifier)?;
-        let cost = self.cost(rate)?;
+        let cost = self.settings.cost(rate)?;
         if let Some(members) = &members {
             check_bytes("analytics event", &members.admitted, MAX_EVENT_BYTES)?;
             check_bytes("analytics event", &members.limited, MAX_EVENT_BYTES)?;
         }
-        let now_micros = self.clock.now_micros();
+        let now_micros = self.settings.clock.now_micros();
         let now_ms = now_micros / 1_000;
         let events_key = members
             .as_ref()
-            .map(|_| analytics::events_key(&self.prefix, now_ms));
+            .map(|_| analytics::events_key(self.settings.prefix(), now_ms));
         // The event of an answer given without the store's decision, written in the pending work.
         let event = |success: bool| -> Option<Pending> {
             let (key, members) = (events_key.clone()?, members.as_ref()?);
@@ -278,7 +281,7 @@ impl Ratelimit {
             return Ok(answer(block, None, event(false)));
         }
 
-        if self.key_layout == KeyLayout::Cluster {
+        if self.settings.key_layout == KeyLayout::Cluster {
             let events = events_key.zip(members.as_ref());
             return self
                 .limit_beside(key, cost, rate, &values, events, now_micros)
@@ -288,7 +291,7 @@ impl Ratelimit {
             .guards
             .denied
             .as_ref()
-            .map(|_| deny_list::all_key(&self.prefix));
+            .map(|_| deny_list::all_key(self.settings.prefix()));
         let guard = Guard {
             deny_list: deny_key.as_deref().map(|key| (key, &values[..])),
             events: events_key
@@ -303,7 +306,7 @@ impl Ratelimit {
         let limit_key = self.applied_limit_key();
         let decided = self
             .backend
-            .decide_guarded(&key, cost, self.algorithm, limit_key, guard)
+            .decide_guarded(&key, cost, self.settings.algorithm, limit_key, guard)
             .await;
         if let Ok(Guarded::Unrecorded(_, error)) = &decided {
             self.unrecorded(error);
@@ -312,7 +315,7 @@ impl Ratelimit {
             Ok(Guarded::Decided(outcome) | Guarded::Unrecorded(outcome, _)) => {
                 let decision = outcome.decision;
                 self.learn(key, rate, &decision, now_micros);
-                Ok(answer(response(decision), None, None))
+                Ok(answer(Response::decided(decision), None, None))
             }
             Ok(Guarded::Denied(found)) => {
                 // The store found one of the values sent, so protection is on.
@@ -323,7 +326,7 @@ impl Ratelimit {
             }
             Err(error) if !error.is_outage() => Err(error),
             Err(error) => {
-                let response = self.fail_mode_response(&error, now_ms);
+                let response = self.settings.failed(&error, now_ms);
                 let pending = event(response.success);
                 Ok(answer(response, None, pending))
             }

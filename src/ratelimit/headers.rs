@@ -116,7 +116,7 @@ mod tests {
     use crate::algorithm::{Algorithm, FixedWindow, Gcra, SlidingWindow, TokenBucket};
     use crate::backend::MemoryBackend;
     use crate::clock::{Clock, ManualClock};
-    use crate::ratelimit::Ratelimit;
+    use crate::ratelimit::{Configure, Ratelimit};
 
     const START_MS: u64 = 1_700_000_040_000; // the start of a minute
 

@@ -9,7 +9,7 @@ use super::options::{self, get, JsResult};
 use super::redis::RedisConfig;
 use super::sleep::sleep;
 use crate::multi_region::MultiRegionRatelimit;
-use crate::ratelimit::{Pending, Remaining, Response};
+use crate::ratelimit::{Pending, Remaining, Response, Settings};
 use crate::transport::FetchTransport;
 use js_sys::{Array, Promise};
 use std::future::Future;
@@ -104,16 +104,14 @@ impl JsMultiRegionRatelimit {
                     .with_fetch(region.fetch),
             );
         }
-        let mut limit = MultiRegionRatelimit::new(regions, algorithm)
-            .map_err(|error| to_js_error(CONTEXT, &error))?
-            .with_prefix(prefix)
-            .with_ephemeral_cache(None)
-            .with_dynamic_limits(dynamic_limits)
-            .with_fail_mode(fail_mode)
-            .with_key_layout(key_layout);
-        if let Some(cache) = cache {
-            limit = limit.with_shared_ephemeral_cache(cache);
-        }
+        let mut settings = Settings::new(algorithm);
+        settings.set_prefix(prefix);
+        settings.set_dynamic_limits(dynamic_limits);
+        settings.key_layout = key_layout;
+        settings.fail_mode = fail_mode;
+        settings.cache = cache;
+        let limit = MultiRegionRatelimit::from_settings(regions, settings)
+            .map_err(|error| to_js_error(CONTEXT, &error))?;
         Ok(Self {
             inner: Rc::new(limit),
         })

@@ -13,7 +13,7 @@ use super::options::{self, get, JsResult};
 use super::promise::promise;
 use super::ratelimit::JsRatelimit;
 use crate::ratelimit::analytics::Members;
-use crate::ratelimit::{Ratelimit, Request};
+use crate::ratelimit::{Configure, Ratelimit, Request};
 use js_sys::{Array, Promise, Reflect};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;

@@ -92,21 +92,25 @@ impl JsRatelimit {
             redis_backend(transport)
         };
         let guards = protection::Guards::read(CONTEXT, &config, &redis, cached)?;
-        // A cached fixed window counts in the cache's stead, as many identifiers as it would hold.
+        let mut settings = Settings::new(algorithm);
+        settings.set_prefix(prefix);
+        settings.set_dynamic_limits(dynamic_limits);
+        settings.key_layout = key_layout;
+        settings.fail_mode = fail_mode;
         let local_counts = match cache {
             CacheOption::Size(max) if cached => Some(max),
             _ => cached.then_some(DEFAULT_CACHE_SIZE),
         };
-        let settings = Settings {
-            prefix,
-            key_layout,
-            cache: cache.build(),
-            local_counts,
-            dynamic_limits,
-            fail_mode,
-        };
+        settings.cache = cache.build();
+        let mut limiter = Ratelimit::from_settings(backend, settings);
+        // A cached fixed window counts in the cache's stead, as many identifiers as it would hold.
+        if let Some(max_entries) = local_counts {
+            limiter = limiter
+                .with_local_counts(max_entries)
+                .map_err(|error| to_js_error(CONTEXT, &error))?;
+        }
         let limiter = guards
-            .apply(Ratelimit::from_settings(backend, algorithm, settings))
+            .apply(limiter)
             .map_err(|error| to_js_error(CONTEXT, &error))?;
         Ok(JsRatelimit {
             inner: Rc::new(limiter),

@@ -1,0 +1,107 @@
+//! What a limit answers: [`Response`] and [`Remaining`], the [`Reason`] of an answer the algorithm did
+//! not give, the [`FailMode`] that answers outages, and the [`Pending`] work left after an answer.
+//! Shared by [`Ratelimit`](super::Ratelimit) and the multi-region limit.
+
+use crate::decision::Decision;
+use crate::error::Error;
+use crate::maybe_send::BoxFuture;
+use std::time::Duration;
+
+/// Work left after an answer (the backend write of `cachedFixedWindow`, an analytics event, the merge
+/// of the regions): drive it to completion, as JavaScript's `waitUntil(pending)` does. It never fails.
+/// `Send` natively, not on wasm.
+pub type Pending = BoxFuture<'static, ()>;
+
+/// What to answer when the store has an outage (unreachable, timed out, a 5xx, Redis unable to serve:
+/// see [`Error::is_outage`]); any other error is returned whatever the fail mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FailMode {
+    /// Admit the request (`success: true`), as `@upstash/ratelimit` does.
+    #[default]
+    Open,
+    /// Deny the request (`success: false`).
+    Closed,
+}
+
+/// Why an answer did not come from the backend's decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// The backend did not reply in time; the fail mode decided.
+    Timeout,
+    /// The identifier was blocked by the ephemeral cache, without asking the backend.
+    CacheBlock,
+    /// The backend failed otherwise; the fail mode decided.
+    Error,
+    /// A value of the request is in the deny list ([`Ratelimit::with_protection`]).
+    DenyList,
+}
+
+impl Reason {
+    /// The name `@upstash/ratelimit` uses: `"timeout"`, `"cacheBlock"`, `"error"` or `"denyList"`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Timeout => "timeout",
+            Self::CacheBlock => "cacheBlock",
+            Self::Error => "error",
+            Self::DenyList => "denyList",
+        }
+    }
+}
+
+/// The answer to [`Ratelimit::limit`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// Whether the request may proceed.
+    pub success: bool,
+    /// The most the limit admits at once (the dynamic limit when one is set).
+    pub limit: u64,
+    /// What is left after this request.
+    pub remaining: f64,
+    /// When the limit is next restored, in milliseconds since the Unix epoch.
+    pub reset: u64,
+    /// How long until the same rate would be admitted if nothing else happens: zero when admitted,
+    /// `None` when never, or when the fail mode answered.
+    pub retry_after: Option<Duration>,
+    /// Set when the answer did not come from the backend's decision.
+    pub reason: Option<Reason>,
+}
+
+/// The answer to [`Ratelimit::get_remaining`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Remaining {
+    /// What could be taken now.
+    pub remaining: f64,
+    /// When the limit is next restored, in milliseconds since the Unix epoch.
+    pub reset: u64,
+    /// The most the limit admits at once (the dynamic limit when one is set).
+    pub limit: u64,
+}
+
+impl Response {
+    /// The answer the store's `decision` gives.
+    pub(crate) fn decided(decision: Decision) -> Self {
+        Self {
+            success: decision.allowed,
+            limit: decision.limit,
+            remaining: decision.remaining.max(0.0),
+            reset: decision.reset,
+            retry_after: decision.retry_after,
+            reason: None,
+        }
+    }
+
+    /// The answer of `fail_mode` to the outage `error` at `now_ms`, under a limit of `limit`.
+    pub(crate) fn failed(fail_mode: FailMode, limit: u64, error: &Error, now_ms: u64) -> Self {
+        Self {
+            success: fail_mode == FailMode::Open,
+            limit,
+            remaining: 0.0,
+            reset: now_ms,
+            retry_after: None,
+            reason: Some(match error {
+                Error::Timeout { .. } => Reason::Timeout,
+                _ => Reason::Error,
+            }),
+        }
+    }
+}
