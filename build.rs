@@ -1,10 +1,10 @@
 //! Prepares the Lua scripts the crate sends to Redis. Each file of `src/redis/scripts/` is written to
 //! `$OUT_DIR/scripts/` as it is sent: without its comment lines and indentation (they are for readers,
 //! and would cost every EVAL and the package bytes), for `include_str!` (src/redis/layout.rs,
-//! src/redis/guard.rs). Each script, the prelude followed by `<name>.lua`, gets its SHA-1 (as EVALSHA
+//! src/redis/protected.rs). Each script, the prelude followed by `<name>.lua`, gets its SHA-1 (as EVALSHA
 //! names it) in `$OUT_DIR/<name>.lua.sha1`. The algorithms' scripts also get the SHA-1 of their guarded
 //! variant, `$OUT_DIR/<name>.guarded.lua.sha1`: `guard/head.lua`, the prelude, the script's body as a
-//! function `decide`, then `guard/tail.lua`, which src/redis/guard.rs joins from the same files.
+//! function `decide`, then `guard/tail.lua`, which src/redis/protected.rs joins from the same files.
 
 use std::fs;
 use std::path::Path;

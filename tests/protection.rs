@@ -9,7 +9,7 @@ mod support;
 use edgelimit::ratelimit::{analytics, Ratelimit, Reason, Request};
 use edgelimit::redis::GUARDED_SCRIPTS;
 use edgelimit::Configure;
-use edgelimit::{Error, FixedWindow, MemoryBackend, RedisBackend};
+use edgelimit::{Error, FixedWindow, MemoryBackend, ProtectedBackend, RedisBackend};
 use serde_json::{json, Value};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use support::{command, hour_limits, Counting, Servers};

@@ -1,12 +1,13 @@
 //! The store seam: where per-key state lives and how it is changed atomically.
 
-mod guard;
 mod memory;
 mod outcome;
+mod protected;
 
-pub use guard::{Events, Guard, Guarded};
 pub use memory::MemoryBackend;
 pub use outcome::Outcome;
+pub(crate) use protected::protected;
+pub use protected::{Events, Guard, Guarded, ProtectedBackend};
 
 use crate::algorithm::{Algorithm, Cost};
 use crate::decision::Decision;
@@ -14,8 +15,7 @@ use crate::error::{Error, Result};
 use crate::maybe_send::{BoxFuture, MaybeSendSync};
 use std::time::Duration;
 
-/// A store of rate-limit state shared by every caller of a limit (the contract of
-/// `celers_core`'s `DistributedRateLimitBackend`).
+/// A store of rate-limit state shared by every caller of a limit.
 ///
 /// Implementations must make [`Backend::decide`] atomic per key: reading the state, applying the
 /// algorithm and writing the result happen without interleaving with other callers on the same key.
@@ -25,7 +25,9 @@ use std::time::Duration;
 ///
 /// A store implements [`Backend::decide`], [`Backend::reset`], [`Backend::backend_name`] and, if it
 /// keeps dynamic limits, [`Backend::dynamic_limit`] and [`Backend::set_dynamic_limit`]; the rest is
-/// built on them, [`Backend::available`] and [`Backend::time_until_available`] on a peek.
+/// built on them, [`Backend::available`] and [`Backend::time_until_available`] on a peek. A store
+/// that also keeps deny lists and analytics events (Redis) offers them through
+/// [`Backend::protected`].
 pub trait Backend: MaybeSendSync {
     /// Atomically decides a request of `cost` on `key` under `params`, with the capacity replaced by
     /// the limit stored under `limit_key` when one is given and set (the dynamic limits of
@@ -65,44 +67,9 @@ pub trait Backend: MaybeSendSync {
         ))))
     }
 
-    /// [`Backend::decide`], after looking the guard's values up in its deny list (nothing is counted
-    /// when one is found) and recording its analytics event, in the same atomic step. The default:
-    /// deny lists and analytics are unsupported.
-    fn decide_guarded<'a>(
-        &'a self,
-        key: &'a str,
-        cost: Cost,
-        params: Algorithm,
-        limit_key: Option<&'a str>,
-        guard: Guard<'a>,
-    ) -> BoxFuture<'a, Result<Guarded>> {
-        let _ = (key, cost, params, limit_key, guard);
-        Box::pin(std::future::ready(Err(unsupported_guards(
-            self.backend_name(),
-        ))))
-    }
-
-    /// Adds 1 to `member` in the sorted set `key` (an analytics event of an answer given without a
-    /// decision of the store). The default: analytics are unsupported.
-    fn record_event<'a>(&'a self, key: &'a str, member: &'a str) -> BoxFuture<'a, Result<()>> {
-        let _ = (key, member);
-        Box::pin(std::future::ready(Err(unsupported_guards(
-            self.backend_name(),
-        ))))
-    }
-
-    /// Which of `values` the set `key` holds (`true` for each, in order): the deny-list check made
-    /// beside the decision where the decision's script cannot reach the set (a Redis Cluster). The
-    /// default: deny lists are unsupported.
-    fn find_denied<'a>(
-        &'a self,
-        key: &'a str,
-        values: &'a [String],
-    ) -> BoxFuture<'a, Result<Vec<bool>>> {
-        let _ = (key, values);
-        Box::pin(std::future::ready(Err(unsupported_guards(
-            self.backend_name(),
-        ))))
+    /// The store's deny lists and analytics ([`ProtectedBackend`]), if it has them. The default: none.
+    fn protected(&self) -> Option<&dyn ProtectedBackend> {
+        None
     }
 
     /// The capacity `params` applies under the limit stored under `limit_key`, read as the decision
@@ -182,12 +149,6 @@ fn unsupported_dynamic_limits(backend: &str) -> Error {
     }
 }
 
-fn unsupported_guards(backend: &str) -> Error {
-    Error::Unsupported {
-        what: format!("deny lists and analytics in the {backend} backend"),
-    }
-}
-
 /// A shared store is a store: one `Arc<MemoryBackend>` (or any backend) can serve several limits.
 impl<B: Backend + ?Sized> Backend for std::sync::Arc<B> {
     fn decide<'a>(
@@ -220,34 +181,15 @@ impl<B: Backend + ?Sized> Backend for std::sync::Arc<B> {
         (**self).set_dynamic_limit(limit_key, limit)
     }
 
-    fn decide_guarded<'a>(
-        &'a self,
-        key: &'a str,
-        cost: Cost,
-        params: Algorithm,
-        limit_key: Option<&'a str>,
-        guard: Guard<'a>,
-    ) -> BoxFuture<'a, Result<Guarded>> {
-        (**self).decide_guarded(key, cost, params, limit_key, guard)
-    }
-
-    fn record_event<'a>(&'a self, key: &'a str, member: &'a str) -> BoxFuture<'a, Result<()>> {
-        (**self).record_event(key, member)
-    }
-
-    fn find_denied<'a>(
-        &'a self,
-        key: &'a str,
-        values: &'a [String],
-    ) -> BoxFuture<'a, Result<Vec<bool>>> {
-        (**self).find_denied(key, values)
-    }
-
     fn dynamic_capacity<'a>(
         &'a self,
         limit_key: &'a str,
         params: Algorithm,
     ) -> BoxFuture<'a, Result<Option<u64>>> {
         (**self).dynamic_capacity(limit_key, params)
+    }
+
+    fn protected(&self) -> Option<&dyn ProtectedBackend> {
+        (**self).protected()
     }
 }

@@ -1,26 +1,23 @@
-//! `Ratelimit`: a [`Backend`], an [`Algorithm`] and a key prefix, plus what `@upstash/ratelimit` adds on
-//! top — an ephemeral cache of blocked identifiers (bounded here), local counts for `cachedFixedWindow`,
-//! dynamic limits, `blockUntilReady`, a fail mode for backend errors, and the deny list and analytics
-//! (`guarded.rs`).
+//! `Ratelimit`: a [`Backend`] and the [`Settings`] every limit shares (`settings.rs`: an algorithm, a
+//! key prefix, an ephemeral cache of blocked identifiers, bounded here, dynamic limits, a fail mode for
+//! outages), plus what only the single-store limit has: local counts for `cachedFixedWindow`,
+//! `blockUntilReady`, and the deny list and analytics (`protection/`). Its answers are in `answer.rs`.
 //!
 //! Keys are `<prefix>:<identifier>`, the layout of `@upstash/ratelimit`, so both can share one limit,
 //! or `<prefix>:{<identifier>}` on a Redis Cluster ([`KeyLayout`]).
 
-pub mod analytics;
 mod answer;
-mod beside;
 pub(crate) mod deadline;
-pub mod deny_list;
 mod ephemeral_cache;
-mod guarded;
 mod headers;
 mod local_counts;
+mod protection;
 mod settings;
 
 pub use answer::{FailMode, Pending, Reason, Remaining, Response};
 pub use ephemeral_cache::{EphemeralCache, DEFAULT_CACHE_BYTES};
-pub use guarded::{Answer, Request};
 pub use headers::{rate_limit_headers, HeaderOptions, HeaderStyle};
+pub use protection::{analytics, deny_list, Answer, Request};
 pub(crate) use settings::{with_dynamic_capacity, HasSettings};
 pub use settings::{Configure, Settings, DEFAULT_CACHE_SIZE, DEFAULT_PREFIX};
 
@@ -43,7 +40,7 @@ pub struct Ratelimit {
     settings: Settings,
     local_counts: Option<Arc<LocalCounts>>,
     /// The deny list and analytics, off unless enabled.
-    guards: guarded::Guards,
+    protection: protection::Protection,
 }
 
 impl HasSettings for Ratelimit {
@@ -71,7 +68,7 @@ impl Ratelimit {
             backend,
             settings,
             local_counts: None,
-            guards: guarded::Guards::default(),
+            protection: protection::Protection::default(),
         }
     }
 
@@ -81,7 +78,7 @@ impl Ratelimit {
     /// a round trip per request but trades exactness across processes: each process admits against its
     /// own view, so a fleet may admit more than the limit until the writes land. Fixed window only.
     pub fn with_local_counts(mut self, max_entries: usize) -> Result<Self> {
-        guarded::check_local_counts(self.guards.protects())?;
+        protection::check_local_counts(self.protection.protects())?;
         let Algorithm::FixedWindow(rule) = self.settings.algorithm else {
             return Err(Error::Unsupported {
                 what: format!(
@@ -121,7 +118,7 @@ impl Ratelimit {
         identifier: &str,
         rate: f64,
     ) -> Result<(Response, Option<Pending>)> {
-        if self.guards.active() {
+        if self.protection.active() {
             // Boxed, so that the plain decision's future does not grow by the guarded one's state.
             let request = Request::default();
             let guarded = Box::pin(self.limit_request_with_pending(identifier, rate, &request));
@@ -348,7 +345,7 @@ impl Ratelimit {
     /// deny list and analytics share when they are on.
     fn key(&self, identifier: &str) -> Result<String> {
         let protected = SharedKeys {
-            deny_list: self.guards.protects(),
+            deny_list: self.protection.protects(),
             analytics: self.records_events(),
             ..SharedKeys::default()
         };

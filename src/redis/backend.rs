@@ -7,7 +7,7 @@ use super::reply::Reply;
 use super::rest::{malformed, RestClient};
 use super::script::Script;
 use crate::algorithm::{Algorithm, Cost};
-use crate::backend::{Backend, Guard, Guarded, Outcome};
+use crate::backend::{Backend, Outcome, ProtectedBackend};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{quote, Error, Result};
 use crate::maybe_send::BoxFuture;
@@ -173,22 +173,6 @@ impl<T: Transport> Backend for RedisBackend<T> {
         Box::pin(self.run(params, key, cost, limit_key))
     }
 
-    /// One guarded script: the deny list, the decision and its event, atomically (see `guard.rs`).
-    fn decide_guarded<'a>(
-        &'a self,
-        key: &'a str,
-        cost: Cost,
-        params: Algorithm,
-        limit_key: Option<&'a str>,
-        guard: Guard<'a>,
-    ) -> BoxFuture<'a, Result<Guarded>> {
-        Box::pin(self.run_guarded(params, key, cost, limit_key, guard))
-    }
-
-    fn record_event<'a>(&'a self, key: &'a str, member: &'a str) -> BoxFuture<'a, Result<()>> {
-        Box::pin(self.zincrby(key, member))
-    }
-
     fn reset<'a>(&'a self, key: &'a str, params: Algorithm) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let keys = layout::call(&params, key, self.clock.now_micros(), true).keys;
@@ -228,12 +212,8 @@ impl<T: Transport> Backend for RedisBackend<T> {
         })
     }
 
-    fn find_denied<'a>(
-        &'a self,
-        key: &'a str,
-        values: &'a [String],
-    ) -> BoxFuture<'a, Result<Vec<bool>>> {
-        Box::pin(self.smismember(key, values))
+    fn protected(&self) -> Option<&dyn ProtectedBackend> {
+        Some(self)
     }
 
     fn set_dynamic_limit<'a>(

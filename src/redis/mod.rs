@@ -3,8 +3,8 @@
 mod backend;
 mod corrupt;
 mod dynamic_limit;
-mod guard;
 mod layout;
+mod protected;
 mod reply;
 mod rest;
 mod script;
@@ -12,12 +12,12 @@ mod script;
 #[cfg(feature = "multi-region")]
 pub(crate) use backend::read_limit;
 pub use backend::RedisBackend;
-pub use guard::GUARDED_SCRIPTS;
 #[cfg(feature = "multi-region")]
 pub use layout::MULTI_REGION_SCRIPTS;
 pub use layout::SCRIPTS;
 #[cfg(feature = "multi-region")]
 pub(crate) use layout::{number_in, MULTI_BUCKET, MULTI_MERGE, MULTI_WINDOW};
+pub use protected::GUARDED_SCRIPTS;
 pub use reply::Reply;
 pub use rest::RestClient;
 pub use script::Script;

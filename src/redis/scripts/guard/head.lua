@@ -1,5 +1,5 @@
 -- Head of a guarded script: the deny list of @upstash/ratelimit and the analytics events of
--- @upstash/core-analytics around an algorithm's script, in the same call (see src/redis/guard.rs).
+-- @upstash/core-analytics around an algorithm's script, in the same call (see src/redis/protected.rs).
 -- The guard's arguments follow the algorithm's, which see KEYS and ARGV without them.
 -- KEYS end with: the deny list set (`<prefix>:denyList:all`) when values are checked, then the events
 -- bucket (`<prefix>:events:<hour>`) when events are recorded.

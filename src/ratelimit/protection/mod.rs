@@ -2,8 +2,8 @@
 //! `enableProtection` and `analytics`: the identifier and the request's ip, user agent and country are
 //! looked up in the deny list the Upstash console manages (a value found answers `success: false`,
 //! [`Reason::DenyList`], without counting anything), and every answer is recorded as an analytics
-//! event. Both travel in the decision's own script (see `src/redis/guard.rs`); only answers given
-//! without the store (the denied-values cache, the ephemeral cache, local counts, the fail mode)
+//! event. Both travel in the decision's own script, through the store's
+//! [`ProtectedBackend`](crate::ProtectedBackend); only answers given without the store (the denied-values cache, the ephemeral cache, local counts, the fail mode)
 //! record their event in the [`Pending`] work. With [`KeyLayout::Cluster`], both go beside the
 //! script instead (`beside.rs`).
 //!
@@ -13,14 +13,18 @@
 //!
 //! When both are off, [`Ratelimit::limit`] pays one branch for them, nothing more.
 
-use super::analytics::{self, Members};
-use super::deny_list::{self, DeniedValues};
+pub mod analytics;
+mod beside;
+pub mod deny_list;
+
 use super::{Pending, Ratelimit, Reason, Response};
-use crate::backend::{Events, Guard, Guarded};
+use crate::backend::{protected, Events, Guard, Guarded};
 use crate::error::{Error, Result};
 use crate::identifier::{check_bytes, check_length, MAX_EVENT_BYTES};
 use crate::key_layout::KeyLayout;
 use crate::maybe_send::MaybeSendSync;
+use analytics::Members;
+use deny_list::DeniedValues;
 use std::sync::Arc;
 
 /// What a request brings besides its identifier: the values checked against the deny list, and the
@@ -73,13 +77,13 @@ type EventErrors = Arc<dyn Fn(&Error)>;
 /// What is enabled: the deny list (with the values found in it lately), and analytics, with what is
 /// told of an event that could not be recorded.
 #[derive(Default)]
-pub(super) struct Guards {
+pub(super) struct Protection {
     denied: Option<DeniedValues>,
     analytics: bool,
     event_errors: Option<EventErrors>,
 }
 
-impl Guards {
+impl Protection {
     /// Whether decisions go through [`Ratelimit::limit_request_with_pending`].
     pub fn active(&self) -> bool {
         self.analytics || self.denied.is_some()
@@ -91,7 +95,7 @@ impl Guards {
     }
 
     /// The values found in the deny list lately, when it is checked.
-    pub fn denied_values(&self) -> Option<&DeniedValues> {
+    fn denied_values(&self) -> Option<&DeniedValues> {
         self.denied.as_ref()
     }
 }
@@ -130,7 +134,7 @@ impl Ratelimit {
         if enabled {
             check_local_counts(self.local_counts.is_some())?;
         }
-        self.guards.denied = enabled.then(DeniedValues::new);
+        self.protection.denied = enabled.then(DeniedValues::new);
         Ok(self)
     }
 
@@ -138,7 +142,7 @@ impl Ratelimit {
     /// (`<prefix>:events:<hour>`), or not. The store must support it (Redis does). With
     /// [`KeyLayout::Cluster`], the event is written in the [`Pending`] work.
     pub fn with_analytics(mut self, enabled: bool) -> Self {
-        self.guards.analytics = enabled;
+        self.protection.analytics = enabled;
         self
     }
 
@@ -148,20 +152,20 @@ impl Ratelimit {
     /// side effect never decides: the answer stays what the limit decided, and the [`Pending`] work
     /// never fails. Without a hook, such an event is lost, as the peer loses it (with a warning).
     pub fn with_event_errors(mut self, hook: impl Fn(&Error) + MaybeSendSync + 'static) -> Self {
-        self.guards.event_errors = Some(Arc::new(hook));
+        self.protection.event_errors = Some(Arc::new(hook));
         self
     }
 
     /// Tells the hook of [`Ratelimit::with_event_errors`], if any, that an event was not recorded.
     fn unrecorded(&self, error: &Error) {
-        if let Some(hook) = &self.guards.event_errors {
+        if let Some(hook) = &self.protection.event_errors {
             hook(error);
         }
     }
 
     /// How many values found in the deny list are remembered now.
     pub fn cached_denied_values(&self) -> usize {
-        self.guards.denied.as_ref().map_or(0, DeniedValues::len)
+        self.protection.denied.as_ref().map_or(0, DeniedValues::len)
     }
 
     /// [`Ratelimit::limit`] for a request with `request`'s values and geo fields; the value found in the
@@ -195,12 +199,12 @@ impl Ratelimit {
         ] {
             check_length(field, value.unwrap_or_default())?;
         }
-        let values = if self.guards.protects() {
+        let values = if self.protection.protects() {
             request.values(identifier)
         } else {
             Vec::new()
         };
-        let members = (self.guards.analytics).then(|| Members::new(identifier, request.geo));
+        let members = (self.protection.analytics).then(|| Members::new(identifier, request.geo));
         let mut answer = self
             .limit_prepared(identifier, rate, values, members)
             .await?;
@@ -213,7 +217,7 @@ impl Ratelimit {
 
     /// Whether answers are recorded as analytics events.
     pub(crate) fn records_events(&self) -> bool {
-        self.guards.analytics
+        self.protection.analytics
     }
 
     /// Adds the recording of `member`, the event of the value `answer` found in the deny list, to its
@@ -230,9 +234,13 @@ impl Ratelimit {
     /// hook of [`Ratelimit::with_event_errors`]; the work itself never fails.
     pub(super) fn record(&self, key: String, member: String) -> Pending {
         let backend = Arc::clone(&self.backend);
-        let hook = self.guards.event_errors.clone();
+        let hook = self.protection.event_errors.clone();
         Box::pin(async move {
-            if let (Err(error), Some(hook)) = (backend.record_event(&key, &member).await, hook) {
+            let recorded = match protected(&*backend) {
+                Ok(protected) => protected.record_event(&key, &member).await,
+                Err(error) => Err(error),
+            };
+            if let (Err(error), Some(hook)) = (recorded, hook) {
                 hook(&error);
             }
         })
@@ -270,7 +278,8 @@ impl Ratelimit {
             pending,
         };
 
-        if let Some(index) = (self.guards.denied.as_ref()).and_then(|d| d.find(&values, now_ms)) {
+        if let Some(index) = (self.protection.denied.as_ref()).and_then(|d| d.find(&values, now_ms))
+        {
             return Ok(answer(denied_response(), Some(values[index].clone()), None));
         }
         if let Some((response, write)) = self.local_answer(&key, cost, now_micros) {
@@ -288,7 +297,7 @@ impl Ratelimit {
                 .await;
         }
         let deny_key = self
-            .guards
+            .protection
             .denied
             .as_ref()
             .map(|_| deny_list::all_key(self.settings.prefix()));
@@ -304,10 +313,13 @@ impl Ratelimit {
                 }),
         };
         let limit_key = self.applied_limit_key();
-        let decided = self
-            .backend
-            .decide_guarded(&key, cost, self.settings.algorithm, limit_key, guard)
-            .await;
+        let decided = match protected(&*self.backend) {
+            Ok(protected) => {
+                let algorithm = self.settings.algorithm;
+                (protected.decide_guarded(&key, cost, algorithm, limit_key, guard)).await
+            }
+            Err(error) => Err(error),
+        };
         if let Ok(Guarded::Unrecorded(_, error)) = &decided {
             self.unrecorded(error);
         }
@@ -319,7 +331,7 @@ impl Ratelimit {
             }
             Ok(Guarded::Denied(found)) => {
                 // The store found one of the values sent, so protection is on.
-                let denied = self.guards.denied.as_ref();
+                let denied = self.protection.denied.as_ref();
                 let index = denied.and_then(|denied| denied.remember(&values, &found, now_ms));
                 let value = index.and_then(|index| values.get(index)).cloned();
                 Ok(answer(denied_response(), value, None))

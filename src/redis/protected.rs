@@ -27,8 +27,9 @@ use super::reply::Reply;
 use super::rest::malformed;
 use super::script::Script;
 use crate::algorithm::{Algorithm, Cost};
-use crate::backend::{Guard, Guarded};
+use crate::backend::{Guard, Guarded, ProtectedBackend};
 use crate::error::{Error, Result};
+use crate::maybe_send::BoxFuture;
 use crate::transport::Transport;
 
 /// The head of every guarded script, as sent (see build.rs).
@@ -152,6 +153,32 @@ impl<T: Transport> RedisBackend<T> {
             Err(Error::Redis { message }) => Err(event_error(key, &message)),
             Err(error) => Err(error),
         }
+    }
+}
+
+impl<T: Transport> ProtectedBackend for RedisBackend<T> {
+    /// One guarded script: the deny list, the decision and its event, atomically.
+    fn decide_guarded<'a>(
+        &'a self,
+        key: &'a str,
+        cost: Cost,
+        params: Algorithm,
+        limit_key: Option<&'a str>,
+        guard: Guard<'a>,
+    ) -> BoxFuture<'a, Result<Guarded>> {
+        Box::pin(self.run_guarded(params, key, cost, limit_key, guard))
+    }
+
+    fn record_event<'a>(&'a self, key: &'a str, member: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(self.zincrby(key, member))
+    }
+
+    fn find_denied<'a>(
+        &'a self,
+        key: &'a str,
+        values: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<bool>>> {
+        Box::pin(self.smismember(key, values))
     }
 }
 

@@ -2,7 +2,7 @@
 //! the peer does, but bounded). The IP deny list, which the npm package writes with the peer's keys, is
 //! one more set of values joined into it.
 
-use super::EphemeralCache;
+use crate::ratelimit::EphemeralCache;
 
 /// How many denied values are remembered (the peer empties its cache past 1 000).
 pub const DENIED_VALUES_CACHED: usize = 1_000;

@@ -12,6 +12,7 @@ use super::analytics::Members;
 use super::deny_list;
 use super::{Answer, Pending, Ratelimit, Reason, Response};
 use crate::algorithm::Cost;
+use crate::backend::protected;
 use crate::error::Result;
 use futures_util::future::join;
 
@@ -33,11 +34,14 @@ impl Ratelimit {
             let (events_key, members) = events.as_ref()?;
             Some(self.record(events_key.clone(), members.of(success).to_owned()))
         };
-        let deny_key = (self.guards.protects() && !values.is_empty())
+        let deny_key = (self.protection.protects() && !values.is_empty())
             .then(|| deny_list::all_key(self.settings.prefix()));
         let check = async {
             match &deny_key {
-                Some(deny_key) => self.backend.find_denied(deny_key, values).await.map(Some),
+                Some(deny_key) => {
+                    let protected = protected(&*self.backend)?;
+                    protected.find_denied(deny_key, values).await.map(Some)
+                }
                 None => Ok(None),
             }
         };
@@ -60,7 +64,7 @@ impl Ratelimit {
         };
         let answered = Response::decided(decision);
         self.learn(key, rate, &decision, now_micros);
-        let denied = self.guards.denied_values().zip(found.as_deref());
+        let denied = self.protection.denied_values().zip(found.as_deref());
         if let Some(index) =
             denied.and_then(|(denied, found)| denied.remember(values, found, now_ms))
         {
