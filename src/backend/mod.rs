@@ -20,8 +20,8 @@ use std::time::Duration;
 /// Implementations must make [`Backend::decide`] atomic per key: reading the state, applying the
 /// algorithm and writing the result happen without interleaving with other callers on the same key.
 /// That is what makes a limit of N admit at most N under concurrency. The algorithm's parameters travel
-/// with every call, as in the seed; [`Backend::reset`] takes them too, because a store that keeps one key
-/// per window must know which keys the algorithm uses. Futures are `Send` natively, not on wasm.
+/// with every call, so one store serves limits of any algorithm; [`Backend::reset`] takes them too,
+/// because a store that keeps one key per window must know which keys the algorithm uses. Futures are `Send` natively, not on wasm.
 ///
 /// A store implements [`Backend::decide`], [`Backend::reset`], [`Backend::backend_name`] and, if it
 /// keeps dynamic limits, [`Backend::dynamic_limit`] and [`Backend::set_dynamic_limit`]; the rest is
