@@ -17,7 +17,7 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     #[cfg(target_arch = "wasm32")]
     fn now_micros(&self) -> u64 {
-        (js_sys::Date::now() as u64).saturating_mul(1_000)
+        (crate::js::globals::date_now() as u64).saturating_mul(1_000)
     }
 
     #[cfg(not(target_arch = "wasm32"))]

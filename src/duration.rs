@@ -20,17 +20,9 @@ pub fn parse_duration(input: &str) -> Result<Duration> {
     })
 }
 
-/// [`parse_duration`], failing with the reason alone.
+/// [`parse_duration`], failing with the reason alone (the JavaScript bindings quote the value
+/// themselves).
 pub(crate) fn parse(input: &str) -> Result<Duration, &'static str> {
-    parse_with(input, |number| number.parse().unwrap_or(f64::NAN))
-}
-
-/// [`parse`], reading the decimal number with `parse_float` (JavaScript's `parseFloat` in the
-/// bindings, which both matches the peer and spares the package Rust's float parser).
-pub(crate) fn parse_with(
-    input: &str,
-    parse_float: impl FnOnce(&str) -> f64,
-) -> Result<Duration, &'static str> {
     let text = input.trim();
     let number_end = text
         .bytes()
@@ -52,9 +44,10 @@ pub(crate) fn parse_with(
     if whole.is_empty() || fraction.is_some_and(str::is_empty) || parts.next().is_some() {
         return Err("expected a number followed by one of ms, s, m, h, d, w");
     }
-    // As @upstash/ratelimit: `Math.round(parseFloat(number) * unit)`. Rust's float parsing is
-    // correctly rounded as JavaScript's is, and `round` of a positive number is `Math.round`.
-    let millis = (parse_float(number) * unit_ms as f64).round();
+    // As @upstash/ratelimit: `Math.round(parseFloat(number) * unit)`. On these digits Rust's float
+    // parsing is JavaScript's `parseFloat` (both correctly rounded), and `round` of a positive number
+    // is `Math.round`.
+    let millis = (number.parse().unwrap_or(f64::NAN) * unit_ms as f64).round();
     if millis > MAX_DURATION_MS as f64 {
         return Err("too large");
     }

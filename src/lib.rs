@@ -43,6 +43,8 @@ mod decision;
 mod duration;
 mod error;
 mod identifier;
+#[cfg(target_arch = "wasm32")]
+mod js;
 mod key_hasher;
 mod key_layout;
 mod maybe_send;

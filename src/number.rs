@@ -4,18 +4,12 @@
 const MAX_EXACT: f64 = 9_007_199_254_740_991.0;
 
 /// `value` as a decimal that reads back as the same number: a whole number as an integer (`5`), any
-/// other the shortest that round-trips (`0.5`), which Lua's `tonumber` reads back.
-///
-/// On wasm the runtime's own `String(value)` writes the fractions (and `NaN`, `Infinity`): it is the
-/// same shortest decimal, from tiny numbers on with an exponent (`1e-7`), and spares the package core's
-/// float formatting. Natively f64's `Display` does (`0.0000001`, `NaN`, `inf`).
+/// other the shortest that round-trips (`0.5`), always in positional notation (`0.0000001` for 1e-7,
+/// which Lua's `tonumber` reads as JavaScript's `1e-7`); `NaN` and `inf` for what is no number.
 pub(crate) fn decimal(value: f64) -> String {
     if value.fract() == 0.0 && value.abs() <= MAX_EXACT {
         return (value as i64).to_string();
     }
-    #[cfg(target_arch = "wasm32")]
-    return crate::wasm::sys::string(&value.into());
-    #[cfg(not(target_arch = "wasm32"))]
     value.to_string()
 }
 
@@ -34,6 +28,8 @@ mod tests {
             (MAX_EXACT, "9007199254740991"),
             (0.5, "0.5"),
             (-2.25, "-2.25"),
+            (1e-7, "0.0000001"),
+            (2f64.powi(60), "1152921504606847000"),
         ] {
             assert_eq!(decimal(value), text);
         }

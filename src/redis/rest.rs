@@ -99,6 +99,17 @@ impl<T: Transport> RestClient<T> {
         self.run(json_array(command), Some(within)).await
     }
 
+    /// Runs `commands` (each its name then its arguments) as one MULTI/EXEC transaction, a
+    /// `/multi-exec` request of its own: each command's result, or the first error (the request's, or
+    /// a command's Redis error).
+    pub async fn transaction(&self, commands: &[Vec<&str>]) -> Result<Vec<Reply>> {
+        let body = serde_json::to_string(commands).unwrap_or_default();
+        let reply = self.transport.post("/multi-exec", body).await?;
+        decode_pipeline(reply, commands.len())?
+            .into_iter()
+            .collect()
+    }
+
     /// The right to load the script `sha1` into this server (with EVAL, after NOSCRIPT), unless
     /// another caller holds it: then that caller's EVAL is on its way, queued first when both
     /// retry in the same tick, and EVALSHA after it needs no script text. A burst of callers that
@@ -379,6 +390,34 @@ mod tests {
         assert_eq!(
             *client.transport().lock_sent(),
             [r#"[["SET","k\"\\\n","é😀"]]"#]
+        );
+    }
+
+    #[test]
+    fn a_transaction_is_one_multi_exec_request_answered_by_each_result_or_the_first_error() {
+        let client = RestClient::new(Canned {
+            reply: ok(r#"[{"result":1},{"result":"OK"}]"#),
+            sent: Mutex::default(),
+        });
+        let commands = [vec!["SADD", "k", "a"], vec!["SET", "s", "valid"]];
+        let results = pollster::block_on(client.transaction(&commands));
+        assert_eq!(
+            results,
+            Ok(vec![Reply::Integer(1), Reply::Text("OK".to_owned())])
+        );
+        assert_eq!(
+            *client.transport().lock_sent(),
+            [r#"[["SADD","k","a"],["SET","s","valid"]]"#]
+        );
+        let failing = RestClient::new(Canned {
+            reply: ok(r#"[{"result":1},{"error":"WRONGTYPE Operation against a key"}]"#),
+            sent: Mutex::default(),
+        });
+        assert_eq!(
+            pollster::block_on(failing.transaction(&commands)),
+            Err(Error::Redis {
+                message: "WRONGTYPE Operation against a key".to_owned()
+            })
         );
     }
 

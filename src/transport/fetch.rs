@@ -1,11 +1,12 @@
 //! The WebAssembly transport: the runtime's own `fetch`, so it works in browsers, Workers, Deno, Node
 //! and Vercel Edge alike.
 //!
-//! One request is one call into JavaScript (`post` of `src/wasm/boundary.js`), which sends it, reads the
+//! One request is one call into JavaScript (`post` of `src/js/boundary.js`), which sends it, reads the
 //! body as bytes, applies the timeout and hands the outcome to one Rust function made once for the
 //! instance ([`deliver`]), which completes the request's one-shot channel: no Promise is wrapped and no
-//! callback made per request. The URL and the headers are JavaScript values made once per transport. `fetch` is taken from the global object
-//! (`globalThis`), never from `window`, which workers, Deno and Node do not have.
+//! callback made per request. The URL and the headers are JavaScript values made once per transport.
+//! `fetch` is taken from the global object (`globalThis`), never from `window`, which workers, Deno
+//! and Node do not have.
 
 use std::time::Duration;
 
@@ -19,8 +20,9 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use super::{HttpReply, Transport};
 use crate::error::{Error, Result};
+use crate::js::boundary;
+use crate::js::globals;
 use crate::maybe_send::BoxFuture;
-use crate::wasm::sys;
 
 /// The path of the pipeline endpoint, where the REST client sends every request.
 const PIPELINE: &str = "/pipeline";
@@ -44,7 +46,7 @@ impl FetchTransport {
         Self {
             pipeline_url: format!("{base_url}{PIPELINE}").into(),
             base_url,
-            headers: sys::request_headers(&format!("Bearer {token}")),
+            headers: boundary::request_headers(&format!("Bearer {token}")),
             timeout: None,
             fetch: JsValue::UNDEFINED,
         }
@@ -106,6 +108,17 @@ impl Transport for FetchTransport {
 }
 
 impl FetchTransport {
+    /// GETs `url` (any URL, such as a list to load into Redis) with this transport's `fetch` and
+    /// timeout; failures are the same errors as a POST's. No bearer token is sent.
+    pub async fn get(&self, url: &str) -> Result<HttpReply> {
+        let abort_ms = millis(self.timeout);
+        let url = JsValue::from_str(url);
+        self.request(self.timeout, |id, deliver| {
+            boundary::get(&self.fetch, &url, abort_ms, id, deliver)
+        })
+        .await
+    }
+
     /// POSTs `body` to `path`, answering a timeout after `timeout`; the request itself is aborted
     /// after the transport's own timeout.
     fn send<'a>(
@@ -115,18 +128,10 @@ impl FetchTransport {
         timeout: Option<Duration>,
     ) -> BoxFuture<'a, Result<HttpReply>> {
         Box::pin(async move {
-            let millis = |after: Option<Duration>| {
-                after.map_or(0.0, |after| {
-                    after.as_millis().clamp(1, i32::MAX as u128) as f64
-                })
-            };
             let (abort_ms, timeout_ms) = (millis(self.timeout), millis(timeout));
-            let (sender, outcome) = oneshot::channel();
-            let id = IN_FLIGHT.with_borrow_mut(|in_flight| in_flight.insert(sender)) as u32;
             let url = self.url(path);
-            let sent = DELIVER.with(|deliver| {
-                let deliver = deliver.as_ref();
-                sys::post(
+            self.request(timeout, |id, deliver| {
+                boundary::post(
                     &self.fetch,
                     &url,
                     &self.headers,
@@ -136,19 +141,39 @@ impl FetchTransport {
                     id,
                     deliver,
                 )
-            });
-            let outcome = match sent {
-                Ok(()) => outcome.await.unwrap_or_else(|_| {
-                    Err(Array::of2(&"the request was dropped".into(), &JsValue::UNDEFINED).into())
-                }),
-                Err(thrown) => {
-                    IN_FLIGHT.with_borrow_mut(|in_flight| in_flight.try_remove(id as usize));
-                    Err(thrown)
-                }
-            };
-            outcome.map_err(|failure| failure_error(&failure, timeout))
+            })
+            .await
         })
     }
+
+    /// Sends a request with `start(id, deliver)` (a call of `boundary.js`) and waits for its outcome,
+    /// a timeout when it was given up after `timeout`.
+    async fn request(
+        &self,
+        timeout: Option<Duration>,
+        start: impl FnOnce(u32, &JsValue) -> std::result::Result<(), JsValue>,
+    ) -> Result<HttpReply> {
+        let (sender, outcome) = oneshot::channel();
+        let id = IN_FLIGHT.with_borrow_mut(|in_flight| in_flight.insert(sender)) as u32;
+        let sent = DELIVER.with(|deliver| start(id, deliver.as_ref()));
+        let outcome = match sent {
+            Ok(()) => outcome.await.unwrap_or_else(|_| {
+                Err(Array::of2(&"the request was dropped".into(), &JsValue::UNDEFINED).into())
+            }),
+            Err(thrown) => {
+                IN_FLIGHT.with_borrow_mut(|in_flight| in_flight.try_remove(id as usize));
+                Err(thrown)
+            }
+        };
+        outcome.map_err(|failure| failure_error(&failure, timeout))
+    }
+}
+
+/// `after` in whole milliseconds from 1 to 2^31 - 1 (`setTimeout`'s range), 0 for none.
+fn millis(after: Option<Duration>) -> f64 {
+    after.map_or(0.0, |after| {
+        after.as_millis().clamp(1, i32::MAX as u128) as f64
+    })
 }
 
 /// The error of a request that failed with `[stage, error]` (or whose sending threw `error`), given up
@@ -201,7 +226,7 @@ fn describe(value: &JsValue) -> String {
     }
     if !value.is_object() {
         // A primitive (a string, `undefined`, a number, a symbol...) as `String(value)` writes it.
-        return sys::string(value);
+        return globals::string(value);
     }
     let message = field(value, "message");
     let mut text = match field(value, "name") {

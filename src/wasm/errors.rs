@@ -73,7 +73,7 @@ pub fn describe(value: &JsValue) -> String {
     } else if value.is_bigint() {
         "a bigint"
     } else {
-        return super::sys::string(value);
+        return crate::js::globals::string(value);
     };
     kind.to_owned()
 }

@@ -2,8 +2,8 @@
 //! its arguments, calls the limit, and turns its answer or error into a settled Promise.
 
 use super::errors::to_js_error;
-use super::limit_options as shared;
 use super::promise::promise;
+use super::{answers, arguments};
 use crate::ratelimit::{Pending, Remaining, Response};
 use crate::Result;
 use js_sys::Promise;
@@ -55,17 +55,17 @@ pub fn limit<L: JsLimit>(
     identifier: &JsValue,
     options: &JsValue,
 ) -> Promise {
-    let arguments = shared::limit_arguments(context, identifier, options);
+    let arguments = arguments::limit_arguments(context, identifier, options);
     let limiter = Rc::clone(limiter);
     promise(Box::pin(async move {
         let (identifier, rate) = arguments?;
         let (response, pending) = limiter
             .limit(&identifier, rate)
             .await
-            .map_err(|error| shared::limit_error(context, error, rate))?;
-        Ok(shared::response_object(
+            .map_err(|error| arguments::limit_error(context, error, rate))?;
+        Ok(answers::response_object(
             &response,
-            &shared::pending_promise(pending),
+            &answers::pending_promise(pending),
         ))
     }))
 }
@@ -78,7 +78,7 @@ pub fn block_until_ready<L: JsLimit>(
     identifier: &JsValue,
     timeout: &JsValue,
 ) -> Promise {
-    let arguments = shared::block_arguments(context, identifier, timeout);
+    let arguments = arguments::block_arguments(context, identifier, timeout);
     let limiter = Rc::clone(limiter);
     promise(Box::pin(async move {
         let (identifier, timeout) = arguments?;
@@ -96,14 +96,14 @@ pub fn get_remaining<L: JsLimit>(
     limiter: &Rc<L>,
     identifier: &JsValue,
 ) -> Promise {
-    let identifier = shared::identifier(context, identifier);
+    let identifier = arguments::identifier(context, identifier);
     let limiter = Rc::clone(limiter);
     promise(Box::pin(async move {
         let remaining = limiter
             .get_remaining(&identifier?)
             .await
             .map_err(|error| to_js_error(context, &error))?;
-        Ok(shared::remaining_object(&remaining))
+        Ok(answers::remaining_object(&remaining))
     }))
 }
 
@@ -113,7 +113,7 @@ pub fn reset_used_tokens<L: JsLimit>(
     limiter: &Rc<L>,
     identifier: &JsValue,
 ) -> Promise {
-    let identifier = shared::identifier(context, identifier);
+    let identifier = arguments::identifier(context, identifier);
     let limiter = Rc::clone(limiter);
     promise(Box::pin(async move {
         limiter
@@ -131,7 +131,7 @@ pub fn set_dynamic_limit<L: JsLimit>(
     limiter: &Rc<L>,
     options: &JsValue,
 ) -> Promise {
-    let limit = shared::dynamic_limit_argument(context, options);
+    let limit = arguments::dynamic_limit_argument(context, options);
     let limiter = Rc::clone(limiter);
     promise(Box::pin(async move {
         limiter
@@ -150,6 +150,6 @@ pub fn get_dynamic_limit<L: JsLimit>(context: &'static str, limiter: &Rc<L>) -> 
             .dynamic_limit()
             .await
             .map_err(|error| to_js_error(context, &error))?;
-        Ok(shared::dynamic_limit_object(limit))
+        Ok(answers::dynamic_limit_object(limit))
     }))
 }

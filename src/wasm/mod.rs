@@ -1,8 +1,18 @@
-//! The JavaScript bindings: the only module that knows JavaScript.
+//! The classes JavaScript users see: [`Redis`](redis::JsRedis), [`Ratelimit`](ratelimit::JsRatelimit),
+//! `MultiRegionRatelimit` and `rateLimitHeaders`, with the code that reads their options and arguments
+//! and builds their answers. They stand on [`crate::js`], the crate's imports of JavaScript.
 //!
-//! The classes ([`Redis`](redis::JsRedis), [`Ratelimit`](ratelimit::JsRatelimit)) are thin wrappers:
-//! they check every option (a bad one is a thrown `TypeError` or `RangeError` that names the field and
-//! quotes the value), build the crate's own types, and turn answers into plain JavaScript objects.
+//! The classes are thin wrappers: they check every option (a bad one is a thrown `TypeError` or
+//! `RangeError` that names the field and quotes the value), build the crate's own types, and turn
+//! answers into plain JavaScript objects.
+//!
+//! - [`ratelimit`], `multi_region`, [`redis`], [`headers`]: the classes and functions exported, one
+//!   file each; [`limit_methods`]: the async methods both limit classes answer alike.
+//! - [`shared_options`], [`arguments`], [`answers`]: the options both limit classes take, the arguments
+//!   of their methods, their answer objects; [`algorithms`]: the algorithm factories
+//!   (`Ratelimit.slidingWindow(...)`); [`protection`], [`ip_deny_list`]: protection and analytics.
+//! - [`options`], [`errors`], [`promise`], [`sleep`], [`shared_cache`]: reading JavaScript values,
+//!   the errors thrown, futures as Promises, timers, the ephemeral cache shared through a `Map`.
 //!
 //! # The boundary, designed for CPU per decision
 //!
@@ -10,7 +20,7 @@
 //! JavaScript: each string decoded, object built property by property, closure wrapped, Promise made
 //! and timer armed. So the boundary crosses once per piece of work, never once per field:
 //!
-//! - `boundary.js` (imported by [`sys`], where every `extern` block lives) is the JavaScript half. It
+//! - `boundary.js` (in `src/js/`, bound by [`crate::js::boundary`]) is the JavaScript half. It
 //!   builds each answer object in one call (`limitResponse`, `remainingResponse`) from numbers, with the
 //!   one settled `pending` Promise shared by answers that leave no work; sends a request, arms its
 //!   timeout and reads the body as bytes in one call (`post`).
@@ -23,16 +33,18 @@
 //!   in-memory store, the ephemeral cache, local counts, bad input) is a settled Promise, without a
 //!   trip through the executor. Concurrent calls still queue their commands in the same tick and share
 //!   one `/pipeline` request.
-//! - Constant keys read on every call (`rate`) are JavaScript strings made once; reply bodies cross as
-//!   bytes, request bodies as one string.
+//! - `limit`'s options are checked and its `rate` read in one crossing (`limitRate`); reply bodies
+//!   cross as bytes, request bodies as one string.
 //!
 //! `make bench` measures each of these beside `@upstash/ratelimit` and `rate-limiter-flexible`.
 
+mod algorithms;
+mod answers;
+mod arguments;
 mod errors;
 mod headers;
+mod ip_deny_list;
 mod limit_methods;
-mod limit_options;
-mod limiter;
 #[cfg(feature = "multi-region")]
 mod multi_region;
 mod options;
@@ -41,8 +53,8 @@ mod protection;
 mod ratelimit;
 mod redis;
 mod shared_cache;
+mod shared_options;
 mod sleep;
-pub(crate) mod sys;
 
 /// The allocator: Talc, a drop-in for Rust's default on wasm (dlmalloc) that is faster and smaller
 /// (`make bench` measures the package's CPU per decision and size).
@@ -59,7 +71,9 @@ fn install_panic_hook() {
 
 /// Writes a panic's text to `console.error`, saying it is a bug of edgelimit's.
 fn report_panic(panic: &dyn std::fmt::Display) {
-    let _ = sys::console_error(&format!("edgelimit panicked (please report this): {panic}"));
+    let _ = crate::js::globals::console_error(&format!(
+        "edgelimit panicked (please report this): {panic}"
+    ));
 }
 
 #[cfg(test)]

@@ -1,12 +1,13 @@
 //! `MultiRegionRatelimit`: one limit over several Redis databases, as JavaScript sees it, mirroring
 //! `@upstash/ratelimit`'s class of that name.
 
+use super::algorithms::{self, Kind};
+use super::answers;
 use super::errors::{to_js_error, type_error};
 use super::limit_methods::{self as methods, JsLimit};
-use super::limit_options as shared;
-use super::limiter::{self, Kind};
 use super::options::{self, get, JsResult};
 use super::redis::RedisConfig;
+use super::shared_options as shared;
 use super::sleep::sleep;
 use crate::multi_region::MultiRegionRatelimit;
 use crate::ratelimit::{Pending, Remaining, Response, Settings};
@@ -60,7 +61,7 @@ impl JsMultiRegionRatelimit {
                 &JsValue::TRUE,
             ));
         }
-        let (algorithm, cached) = limiter::read(CONTEXT, &limiter)?;
+        let (algorithm, cached) = algorithms::read(CONTEXT, &limiter)?;
         if cached {
             return Err(type_error(
                 CONTEXT,
@@ -182,7 +183,7 @@ impl JsMultiRegionRatelimit {
     /// `MultiRegionRatelimit.fixedWindow(tokens, window)`.
     #[wasm_bindgen(js_name = fixedWindow)]
     pub fn fixed_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
-        limiter::window(
+        algorithms::window(
             "MultiRegionRatelimit.fixedWindow",
             Kind::FixedWindow,
             tokens,
@@ -193,7 +194,7 @@ impl JsMultiRegionRatelimit {
     /// `MultiRegionRatelimit.slidingWindow(tokens, window)`.
     #[wasm_bindgen(js_name = slidingWindow)]
     pub fn sliding_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
-        limiter::window(
+        algorithms::window(
             "MultiRegionRatelimit.slidingWindow",
             Kind::SlidingWindow,
             tokens,
@@ -223,7 +224,7 @@ impl JsLimit for MultiRegionRatelimit<FetchTransport> {
     }
 
     fn blocked_object((response, pending): (Response, Pending)) -> JsValue {
-        shared::response_object(&response, &shared::pending_promise(Some(pending)))
+        answers::response_object(&response, &answers::pending_promise(Some(pending)))
     }
 
     fn get_remaining(&self, identifier: &str) -> impl Future<Output = crate::Result<Remaining>> {

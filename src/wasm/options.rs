@@ -75,7 +75,7 @@ pub fn milliseconds(
 /// A duration: a string such as `"10 s"` or a number of milliseconds.
 pub fn duration(context: &str, field: &str, value: &JsValue) -> JsResult<Duration> {
     let parsed = if let Some(text) = value.as_string() {
-        duration::parse_with(&text, js_sys::Number::parse_float)
+        duration::parse(&text)
     } else {
         duration::from_millis(number(
             context,

@@ -1,47 +1,23 @@
 //! Protection and analytics as JavaScript sees them: the options `enableProtection`, `analytics` and
 //! `denyListThreshold` of `new Ratelimit`, the `ip`, `userAgent`, `country` and geo fields (`geo`, `cf`,
-//! or a `request` carrying them) of `limit`, `deniedValue` in its answer, and `updateIpDenyList` /
-//! `disableIpDenyList`.
+//! or a `request` carrying them) of `limit`, and `deniedValue` in its answer.
 //!
 //! `limit` takes this path only when one of the two is on; otherwise nothing here runs. The analytics
-//! events are written by `JSON.stringify` (`protection.js`), in one call, so that they are the bytes
-//! `@upstash/core-analytics` writes whatever geo object a runtime hands over.
+//! events are written by `JSON.stringify` (`src/js/analytics.js`), in one call, so that they are the
+//! bytes `@upstash/core-analytics` writes whatever geo object a runtime hands over.
 
+use super::answers::{pending_promise, response_object};
+use super::arguments::{limit_arguments, limit_error};
 use super::errors::{range_error, type_error};
-use super::limit_options::{limit_arguments, limit_error, pending_promise, response_object};
 use super::options::{self, get, JsResult};
 use super::promise::promise;
-use super::ratelimit::JsRatelimit;
+use crate::js::{analytics, globals};
 use crate::ratelimit::analytics::Members;
-use crate::ratelimit::{Configure, Ratelimit, Request};
-use js_sys::{Array, Promise, Reflect};
+use crate::ratelimit::{Ratelimit, Request};
+use crate::transport::FetchTransport;
+use js_sys::{Promise, Reflect};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
-
-#[wasm_bindgen(module = "/src/wasm/protection.js")]
-extern "C" {
-    /// The analytics events of a decision: admitted and rate limited.
-    #[wasm_bindgen(catch, js_name = analyticsEvents)]
-    fn analytics_events(identifier: &str, options: &JsValue) -> Result<Array, JsValue>;
-
-    /// The analytics event of `value` found in the deny list.
-    #[wasm_bindgen(catch, js_name = deniedEvent)]
-    fn denied_event(value: &str, options: &JsValue) -> Result<String, JsValue>;
-
-    /// Replaces the IP deny list under `prefix` with the IPs of `list` scored at least `threshold`.
-    #[wasm_bindgen(js_name = updateIpDenyList)]
-    fn update_ip_deny_list(
-        server: &JsValue,
-        prefix: &str,
-        threshold: f64,
-        list: &JsValue,
-        ttl: &JsValue,
-    ) -> Promise;
-
-    /// Removes the IP deny list under `prefix`.
-    #[wasm_bindgen(js_name = disableIpDenyList)]
-    fn disable_ip_deny_list(server: &JsValue, prefix: &str) -> Promise;
-}
 
 /// The range of `denyListThreshold`, the peer's.
 const THRESHOLDS: std::ops::RangeInclusive<f64> = 1.0..=8.0;
@@ -49,22 +25,24 @@ const THRESHOLDS: std::ops::RangeInclusive<f64> = 1.0..=8.0;
 /// The threshold unless told otherwise, the peer's.
 const DEFAULT_THRESHOLD: f64 = 6.0;
 
-/// What `new Ratelimit` enabled, and its `redis` option (a `Redis` or `{ url, token, fetch? }`) for the
-/// IP deny list.
+/// What `new Ratelimit` enabled, and the transport to its `redis` for the IP deny list.
 pub struct Guards {
     protection: bool,
     analytics: bool,
     threshold: f64,
-    server: Option<JsValue>,
+    server: Option<FetchTransport>,
 }
 
 impl Guards {
     /// Reads `enableProtection`, `analytics` and `denyListThreshold` from `config`; both features need
-    /// `redis` (the value of that option), and protection cannot go with `cachedFixedWindow` (`cached`),
-    /// which answers locally.
-    pub fn read(context: &str, config: &JsValue, redis: &JsValue, cached: bool) -> JsResult<Self> {
-        // Checked by the limiter already: `protection.js` reads its `url`, `token` and `fetch` again.
-        let server = (!redis.is_undefined()).then(|| redis.clone());
+    /// `redis` (`server`, the transport to it), and protection cannot go with `cachedFixedWindow`
+    /// (`cached`), which answers locally.
+    pub fn read(
+        context: &str,
+        config: &JsValue,
+        server: Option<FetchTransport>,
+        cached: bool,
+    ) -> JsResult<Self> {
         let redis = server.is_some();
         let flag = |field: &str| -> JsResult<bool> {
             let value = get(config, field)?;
@@ -128,15 +106,13 @@ impl Guards {
             .with_analytics(self.analytics)
             .with_event_errors(|error| {
                 let message = format!("edgelimit: an analytics event was not recorded: {error}");
-                let _ = super::sys::console_warn(&message);
+                let _ = globals::console_warn(&message);
             }))
     }
 }
 
 /// `limit(identifier, { rate?, ip?, userAgent?, country?, geo?, cf?, request? })` with protection or
-/// analytics on: the answer carries `deniedValue` when `reason` is `"denyList"`. Never inlined, so
-/// that the plain `limit` stays as small as without these features.
-#[inline(never)]
+/// analytics on: the answer carries `deniedValue` when `reason` is `"denyList"`.
 pub fn limit(
     limiter: &Rc<Ratelimit>,
     guards: &Guards,
@@ -158,7 +134,7 @@ pub fn limit(
             .map_err(|error| limit_error(CONTEXT, error, rate))?;
         if let (Some(value), true) = (&answer.denied_value, limiter.records_events()) {
             // Written as the events before it were, by the same `JSON.stringify` of the same fields.
-            if let Ok(member) = denied_event(value, &options) {
+            if let Ok(member) = analytics::denied_event(value, &options) {
                 limiter.record_denied(&mut answer, member);
             }
         }
@@ -211,10 +187,10 @@ fn prepare(
     if !guards.analytics {
         return Ok((values, None));
     }
-    let events = analytics_events(identifier, options).map_err(|error| {
+    let events = analytics::analytics_events(identifier, options).map_err(|error| {
         let reason = [
             "must be JSON-serialisable for analytics: ",
-            &super::sys::string(&error),
+            &globals::string(&error),
         ]
         .concat();
         type_error(
@@ -232,51 +208,14 @@ fn prepare(
     Ok((values, Some(members)))
 }
 
-#[wasm_bindgen(js_class = Ratelimit)]
-impl JsRatelimit {
-    /// `updateIpDenyList(list, { ttl? }?)`: replaces the IP deny list, with the keys and the transaction
-    /// of `@upstash/ratelimit`, by `list` — an array of lines, or a URL (a string or a `URL`) whose text
-    /// is fetched with the Redis `fetch` — each line an IP, optionally followed by its score (kept when
-    /// at least `denyListThreshold`). Valid for `ttl` ms, or until the next 2 AM UTC. A Promise of how
-    /// many IPs the list holds. Done by `protection.js`: a rare call, which the module need not carry.
-    #[wasm_bindgen(js_name = updateIpDenyList)]
-    pub fn update_ip_deny_list(&self, list: JsValue, options: JsValue) -> Promise {
-        const CONTEXT: &str = "Ratelimit.updateIpDenyList";
-        let checked = self.guards.server(CONTEXT).and_then(|server| {
-            let ttl = options::field(CONTEXT, "options", &options, true, "ttl")?;
-            if !ttl.is_undefined() {
-                options::count(CONTEXT, "ttl", &ttl, false)?;
-            }
-            Ok((server, ttl))
-        });
-        match checked {
-            Ok((server, ttl)) => update_ip_deny_list(
-                server,
-                self.inner.prefix(),
-                self.guards.threshold,
-                &list,
-                &ttl,
-            ),
-            Err(error) => Promise::reject(&error),
-        }
-    }
-
-    /// `disableIpDenyList()`: removes the IP deny list from the deny list, as `@upstash/ratelimit`'s.
-    #[wasm_bindgen(js_name = disableIpDenyList)]
-    pub fn disable_ip_deny_list(&self) -> Promise {
-        match self.guards.server("Ratelimit.disableIpDenyList") {
-            Ok(server) => disable_ip_deny_list(server, self.inner.prefix()),
-            Err(error) => Promise::reject(&error),
-        }
-    }
-}
-
 impl Guards {
-    /// The Redis settings, or a `TypeError` for the in-memory store, which has no deny list.
-    fn server(&self, context: &str) -> JsResult<&JsValue> {
-        self.server.as_ref().ok_or_else(|| {
+    /// The transport to Redis and the threshold of `denyListThreshold`, or a `TypeError` for the
+    /// in-memory store, which has no deny list.
+    pub fn deny_list(&self, context: &str) -> JsResult<(&FetchTransport, f64)> {
+        let server = self.server.as_ref().ok_or_else(|| {
             let text = "must be given to `new Ratelimit`: the deny list lives in Redis";
             type_error(context, "redis", text, &JsValue::UNDEFINED)
-        })
+        })?;
+        Ok((server, self.threshold))
     }
 }

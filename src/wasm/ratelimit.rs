@@ -1,16 +1,22 @@
-//! `Ratelimit`: the limiter as JavaScript sees it, mirroring `@upstash/ratelimit`.
+//! `Ratelimit`: the limiter as JavaScript sees it, mirroring `@upstash/ratelimit`; every method of the
+//! class is here.
 
+use super::algorithms::{self, Kind};
+use super::answers;
 use super::errors::{to_js_error, type_error};
+use super::ip_deny_list;
 use super::limit_methods::{self as methods, JsLimit};
-use super::limit_options::{self as shared, CacheOption};
-use super::limiter::{self, Kind};
 use super::options::{self, get, JsResult};
+use super::promise::promise;
 use super::protection;
 use super::redis::RedisConfig;
+use super::shared_options::{self as shared, CacheOption};
 use super::sleep::sleep;
-use super::sys;
 use crate::backend::{Backend, MemoryBackend};
-use crate::ratelimit::{Pending, Ratelimit, Remaining, Response, Settings, DEFAULT_CACHE_SIZE};
+use crate::js::globals;
+use crate::ratelimit::{
+    Configure, Pending, Ratelimit, Remaining, Response, Settings, DEFAULT_CACHE_SIZE,
+};
 use crate::redis::RedisBackend;
 use crate::transport::FetchTransport;
 use js_sys::Promise;
@@ -43,9 +49,9 @@ const RATELIMIT_OPTIONS: [&str; 13] = [
 /// dynamicLimits?, enableProtection?, analytics?, denyListThreshold? })`.
 #[wasm_bindgen(js_name = Ratelimit)]
 pub struct JsRatelimit {
-    pub(super) inner: Rc<Ratelimit>,
+    inner: Rc<Ratelimit>,
     /// Protection and analytics, read once: `limit` takes the plain path when both are off.
-    pub(super) guards: protection::Guards,
+    guards: protection::Guards,
 }
 
 #[wasm_bindgen(js_class = Ratelimit)]
@@ -59,7 +65,7 @@ impl JsRatelimit {
         for flag in ["cacheScripts", "enableTelemetry"] {
             shared::flag(CONTEXT, &config, flag)?;
         }
-        let (algorithm, cached) = limiter::read(CONTEXT, &limiter)?;
+        let (algorithm, cached) = algorithms::read(CONTEXT, &limiter)?;
         let prefix = shared::prefix(CONTEXT, &config)?;
         let key_layout = shared::key_layout(CONTEXT, &config)?;
         let cache = shared::ephemeral_cache(CONTEXT, &config)?;
@@ -76,22 +82,27 @@ impl JsRatelimit {
         let dynamic_limits = shared::flag(CONTEXT, &config, "dynamicLimits")?;
         if cached && dynamic_limits {
             // The peer's warning, word for word: both count alike in a mixed fleet.
-            let _ = sys::console_warn(
+            let _ = globals::console_warn(
                 "Warning: Dynamic limits are not yet supported for cachedFixedWindow algorithm. The dynamicLimits option will be ignored.",
             );
         }
 
         let redis = get(&config, "redis")?;
-        let backend: Arc<dyn Backend> = if redis.is_undefined() {
-            Arc::new(MemoryBackend::new())
+        let server = if redis.is_undefined() {
+            None
         } else {
             let redis = RedisConfig::read(CONTEXT, "redis", &redis)?;
-            let transport = FetchTransport::new(&redis.url, &redis.token)
-                .with_timeout(timeout)
-                .with_fetch(redis.fetch);
-            redis_backend(transport)
+            Some(
+                FetchTransport::new(&redis.url, &redis.token)
+                    .with_timeout(timeout)
+                    .with_fetch(redis.fetch),
+            )
         };
-        let guards = protection::Guards::read(CONTEXT, &config, &redis, cached)?;
+        let backend: Arc<dyn Backend> = match &server {
+            None => Arc::new(MemoryBackend::new()),
+            Some(transport) => redis_backend(transport.clone()),
+        };
+        let guards = protection::Guards::read(CONTEXT, &config, server, cached)?;
         let mut settings = Settings::new(algorithm);
         settings.set_prefix(prefix);
         settings.set_dynamic_limits(dynamic_limits);
@@ -171,14 +182,14 @@ impl JsRatelimit {
     /// `Ratelimit.fixedWindow(tokens, window)`: `tokens` per window, counted in fixed windows.
     #[wasm_bindgen(js_name = fixedWindow)]
     pub fn fixed_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
-        limiter::window("Ratelimit.fixedWindow", Kind::FixedWindow, tokens, window)
+        algorithms::window("Ratelimit.fixedWindow", Kind::FixedWindow, tokens, window)
     }
 
     /// `Ratelimit.cachedFixedWindow(tokens, window)`: a fixed window answered from local counts once
     /// known, the write to Redis left in `pending`.
     #[wasm_bindgen(js_name = cachedFixedWindow)]
     pub fn cached_fixed_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
-        limiter::window(
+        algorithms::window(
             "Ratelimit.cachedFixedWindow",
             Kind::CachedFixedWindow,
             tokens,
@@ -189,7 +200,7 @@ impl JsRatelimit {
     /// `Ratelimit.slidingWindow(tokens, window)`: `tokens` per window, weighting the previous window.
     #[wasm_bindgen(js_name = slidingWindow)]
     pub fn sliding_window(tokens: JsValue, window: JsValue) -> JsResult<JsValue> {
-        limiter::window(
+        algorithms::window(
             "Ratelimit.slidingWindow",
             Kind::SlidingWindow,
             tokens,
@@ -204,7 +215,7 @@ impl JsRatelimit {
         interval: JsValue,
         max_tokens: JsValue,
     ) -> JsResult<JsValue> {
-        limiter::make(
+        algorithms::make(
             "Ratelimit.tokenBucket",
             Kind::TokenBucket,
             ["refillRate", "interval", "maxTokens"],
@@ -225,12 +236,54 @@ impl JsRatelimit {
         } else {
             burst
         };
-        limiter::make(
+        algorithms::make(
             CONTEXT,
             Kind::Gcra,
             ["limit", "period", "burst"],
             [limit, period, burst],
         )
+    }
+}
+
+#[wasm_bindgen(js_class = Ratelimit)]
+impl JsRatelimit {
+    /// `updateIpDenyList(list, { ttl? }?)`: replaces the IP deny list, with the keys and the transaction
+    /// of `@upstash/ratelimit`, by `list` — an array of lines, or a URL (a string or a `URL`) whose text
+    /// is fetched with the Redis `fetch` — each line an IP, optionally followed by its score (kept when
+    /// at least `denyListThreshold`). Valid for `ttl` ms, or until the next 2 AM UTC. A Promise of how
+    /// many IPs the list holds.
+    #[wasm_bindgen(js_name = updateIpDenyList)]
+    pub fn update_ip_deny_list(&self, list: JsValue, options: JsValue) -> Promise {
+        const CONTEXT: &str = "Ratelimit.updateIpDenyList";
+        let checked = self
+            .guards
+            .deny_list(CONTEXT)
+            .and_then(|(server, threshold)| {
+                let ttl = options::field(CONTEXT, "options", &options, true, "ttl")?;
+                let ttl = if ttl.is_undefined() {
+                    None
+                } else {
+                    Some(options::count(CONTEXT, "ttl", &ttl, false)?)
+                };
+                let source = ip_deny_list::Source::read(&list)?;
+                Ok((server.clone(), threshold, source, ttl))
+            });
+        let prefix = self.inner.prefix().to_owned();
+        promise(Box::pin(async move {
+            let (server, threshold, source, ttl) = checked?;
+            ip_deny_list::update(server, prefix, threshold, source, ttl).await
+        }))
+    }
+
+    /// `disableIpDenyList()`: removes the IP deny list from the deny list, as `@upstash/ratelimit`'s.
+    #[wasm_bindgen(js_name = disableIpDenyList)]
+    pub fn disable_ip_deny_list(&self) -> Promise {
+        let server = self.guards.deny_list("Ratelimit.disableIpDenyList");
+        let server = server.map(|(server, _)| server.clone());
+        let prefix = self.inner.prefix().to_owned();
+        promise(Box::pin(async move {
+            ip_deny_list::disable(server?, prefix).await
+        }))
     }
 }
 
@@ -254,7 +307,7 @@ impl JsLimit for Ratelimit {
     }
 
     fn blocked_object(response: Response) -> JsValue {
-        shared::response_object(&response, &JsValue::UNDEFINED)
+        answers::response_object(&response, &JsValue::UNDEFINED)
     }
 
     fn get_remaining(&self, identifier: &str) -> impl Future<Output = crate::Result<Remaining>> {

@@ -1,6 +1,6 @@
 //! Waiting in JavaScript: a `setTimeout` wrapped in a Promise, for `blockUntilReady`.
 
-use super::sys::set_timeout;
+use crate::js::globals::set_timeout;
 use js_sys::Promise;
 use std::time::Duration;
 use wasm_bindgen::JsValue;

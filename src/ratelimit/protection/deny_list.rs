@@ -15,6 +15,16 @@ pub fn all_key(prefix: &str) -> String {
     format!("{prefix}:denyList:all")
 }
 
+/// The keys of the deny lists under `prefix`, as the peer names them: every denied value
+/// ([`all_key`]), the IP deny list joined into it, and the IP deny list's status.
+pub fn keys(prefix: &str) -> [String; 3] {
+    [
+        all_key(prefix),
+        format!("{prefix}:denyList:ipDenyList"),
+        format!("{prefix}:ipDenyListStatus"),
+    ]
+}
+
 /// Values found in the deny list, answered locally for a minute; at most [`DENIED_VALUES_CACHED`].
 #[derive(Debug)]
 pub(super) struct DeniedValues(EphemeralCache);

@@ -1,5 +1,5 @@
 // The JavaScript half of edgelimit's boundary (see src/wasm/mod.rs): work that costs one crossing from
-// Rust when done here, and many when done from Rust one property at a time. Imported by src/wasm/sys.rs.
+// Rust when done here, and many when done from Rust one property at a time. Imported by src/js/boundary.rs.
 
 /** The `pending` of an answer that leaves no work behind: one settled Promise shared by all. */
 const SETTLED = Promise.resolve();
@@ -68,7 +68,19 @@ function postAborting(fetch, url, headers, body, abort, id, deliver) {
   const keepalive = keepaliveInFlight + weight <= KEEPALIVE_BUDGET;
   if (keepalive) keepaliveInFlight += weight;
   const init = { method: "POST", headers, body, keepalive };
-  const held = keepalive ? weight : 0;
+  request(fetch, url, init, keepalive ? weight : 0, abort, id, deliver);
+}
+
+/**
+ * GETs `url` with `fetch` (the global one when undefined), delivered as `post` delivers: `deliver(id,
+ * status, bytes)`, or `deliver(id, -1, [stage, error])`, `["timeout"]` once aborted after `abort` ms > 0.
+ */
+export function get(fetch, url, abort, id, deliver) {
+  request(fetch, url, { method: "GET" }, 0, abort, id, deliver);
+}
+
+/** Sends `init` to `url`, delivered once, aborted after `abort` ms > 0; `held` as `send` takes it. */
+function request(fetch, url, init, held, abort, id, deliver) {
   if (!(abort > 0)) {
     send(fetch, url, init, held, (status, value) => deliver(id, status, value));
     return;

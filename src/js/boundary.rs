@@ -1,28 +1,10 @@
-//! Every JavaScript function the crate imports, in one place: the runtime's globals and the helpers of
-//! `boundary.js`, the JavaScript half of the boundary.
+//! The helpers of `boundary.js`, the JavaScript half of the boundary: answer objects built in one call,
+//! the options `limit()` knows, and `post` (with `get` beside it), which every HTTP request of the
+//! crate goes through.
 
 use wasm_bindgen::prelude::*;
 
-#[wasm_bindgen]
-extern "C" {
-    /// `console.error(message)`; throws where there is no console.
-    #[wasm_bindgen(catch, js_namespace = console, js_name = error)]
-    pub fn console_error(message: &str) -> Result<(), JsValue>;
-
-    /// `console.warn(message)`; throws where there is no console.
-    #[wasm_bindgen(catch, js_namespace = console, js_name = warn)]
-    pub fn console_warn(message: &str) -> Result<(), JsValue>;
-
-    /// The global `setTimeout(handler, ms)`; throws where there is none.
-    #[wasm_bindgen(catch, js_name = setTimeout)]
-    pub fn set_timeout(handler: &JsValue, ms: f64) -> Result<JsValue, JsValue>;
-
-    /// `String(value)`: any value as JavaScript writes it.
-    #[wasm_bindgen(js_name = String)]
-    pub fn string(value: &JsValue) -> String;
-}
-
-#[wasm_bindgen(module = "/src/wasm/boundary.js")]
+#[wasm_bindgen(module = "/src/js/boundary.js")]
 extern "C" {
     /// `{ success, limit, remaining, reset, pending, reason? }`; `pending` undefined for none left.
     #[wasm_bindgen(js_name = limitResponse)]
@@ -75,6 +57,17 @@ extern "C" {
         body: &str,
         abort: f64,
         timeout: f64,
+        id: u32,
+        deliver: &JsValue,
+    ) -> Result<(), JsValue>;
+
+    /// GETs `url` as [`post`] POSTs (`abort` and `deliver` alike, no early `timeout`). Throws only when
+    /// the runtime lacks what it needs.
+    #[wasm_bindgen(catch)]
+    pub fn get(
+        fetch: &JsValue,
+        url: &JsValue,
+        abort: f64,
         id: u32,
         deliver: &JsValue,
     ) -> Result<(), JsValue>;
