@@ -341,7 +341,7 @@ fn identifiers_that_reach_a_shared_key_never_reach_the_backend() {
             assert!(limiter.get_remaining(identifier).await.is_err());
             assert!(limiter.reset_used_tokens(identifier).await.is_err());
         }
-        let long = "x".repeat(crate::MAX_IDENTIFIER_BYTES + 1);
+        let long = "x".repeat(crate::identifier::MAX_IDENTIFIER_BYTES + 1);
         let error = limiter.limit(&long, 1.0).await.unwrap_err();
         assert!(matches!(error, Error::TooLong { .. }), "{error}");
         assert_eq!(

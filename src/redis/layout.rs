@@ -46,7 +46,7 @@ pub(crate) static MULTI_MERGE: Script = script!("multi merge", "multi_merge.lua"
 /// The script of each algorithm of [`Ratelimit`](crate::ratelimit::Ratelimit).
 pub static SCRIPTS: [&Script; 4] = [&FIXED_WINDOW, &SLIDING_WINDOW, &TOKEN_BUCKET, &GCRA];
 
-/// The scripts of [`MultiRegionRatelimit`](crate::MultiRegionRatelimit).
+/// The scripts of [`MultiRegionRatelimit`](crate::multi_region::MultiRegionRatelimit).
 #[cfg(feature = "multi-region")]
 pub static MULTI_REGION_SCRIPTS: [&Script; 3] = [&MULTI_WINDOW, &MULTI_BUCKET, &MULTI_MERGE];
 
@@ -168,7 +168,7 @@ fn count(fields: &[Reply], index: usize) -> Result<u64> {
 }
 
 /// A malformed-reply error: reply field `index` is not `expected`.
-fn field_error(fields: &[Reply], index: usize, expected: &str) -> crate::Error {
+fn field_error(fields: &[Reply], index: usize, expected: &str) -> crate::error::Error {
     let found = fields
         .get(index)
         .map_or("nothing".to_owned(), Reply::to_string);

@@ -24,7 +24,7 @@ pub use script::Script;
 
 /// Every script this build of the crate may send: each algorithm's ([`SCRIPTS`]), its guarded variant
 /// ([`GUARDED_SCRIPTS`]) and, with the `multi-region` feature, those of
-/// [`MultiRegionRatelimit`](crate::MultiRegionRatelimit).
+/// [`MultiRegionRatelimit`](crate::multi_region::MultiRegionRatelimit).
 pub fn scripts() -> impl Iterator<Item = &'static Script> {
     let scripts = SCRIPTS.iter().chain(GUARDED_SCRIPTS.iter());
     #[cfg(feature = "multi-region")]

@@ -367,7 +367,11 @@ mod tests {
     }
 
     impl Transport for Canned {
-        fn post<'a>(&'a self, _: &'a str, body: String) -> crate::BoxFuture<'a, Result<HttpReply>> {
+        fn post<'a>(
+            &'a self,
+            _: &'a str,
+            body: String,
+        ) -> crate::maybe_send::BoxFuture<'a, Result<HttpReply>> {
             self.lock_sent().push(body);
             Box::pin(std::future::ready(Ok(self.reply.clone())))
         }

@@ -164,10 +164,10 @@ fn prepare(
                 return Ok(None);
             }
             let text = options::string(CONTEXT, field, &value, true)?;
-            if text.len() > crate::MAX_IDENTIFIER_BYTES {
+            if text.len() > crate::identifier::MAX_IDENTIFIER_BYTES {
                 let reason = format!(
                     "must be at most {} bytes of UTF-8",
-                    crate::MAX_IDENTIFIER_BYTES
+                    crate::identifier::MAX_IDENTIFIER_BYTES
                 );
                 return Err(range_error(CONTEXT, field, &reason, &value));
             }
