@@ -26,14 +26,14 @@ const THRESHOLDS: std::ops::RangeInclusive<f64> = 1.0..=8.0;
 const DEFAULT_THRESHOLD: f64 = 6.0;
 
 /// What `new Ratelimit` enabled, and the transport to its `redis` for the IP deny list.
-pub struct Guards {
+pub struct ProtectionOptions {
     protection: bool,
     analytics: bool,
     threshold: f64,
     server: Option<FetchTransport>,
 }
 
-impl Guards {
+impl ProtectionOptions {
     /// Reads `enableProtection`, `analytics` and `denyListThreshold` from `config`; both features need
     /// `redis` (`server`, the transport to it), and protection cannot go with `cachedFixedWindow`
     /// (`cached`), which answers locally.
@@ -115,13 +115,13 @@ impl Guards {
 /// analytics on: the answer carries `deniedValue` when `reason` is `"denyList"`.
 pub fn limit(
     limiter: &Rc<Ratelimit>,
-    guards: &Guards,
+    enabled: &ProtectionOptions,
     identifier: &JsValue,
     options: &JsValue,
 ) -> Promise {
     const CONTEXT: &str = "Ratelimit.limit";
     let arguments = limit_arguments(CONTEXT, identifier, options).and_then(|(identifier, rate)| {
-        let (values, members) = prepare(guards, &identifier, options)?;
+        let (values, members) = prepare(enabled, &identifier, options)?;
         Ok((identifier, rate, values, members))
     });
     let limiter = Rc::clone(limiter);
@@ -148,12 +148,12 @@ pub fn limit(
 
 /// The values to look up in the deny list and the analytics events, from `limit`'s options.
 fn prepare(
-    guards: &Guards,
+    enabled: &ProtectionOptions,
     identifier: &str,
     options: &JsValue,
 ) -> JsResult<(Vec<String>, Option<Members>)> {
     const CONTEXT: &str = "Ratelimit.limit";
-    let values = if guards.protection {
+    let values = if enabled.protection {
         let text = |field: &str| -> JsResult<Option<String>> {
             let value = if options.is_undefined() {
                 JsValue::UNDEFINED
@@ -184,7 +184,7 @@ fn prepare(
     } else {
         Vec::new()
     };
-    if !guards.analytics {
+    if !enabled.analytics {
         return Ok((values, None));
     }
     let events = analytics::analytics_events(identifier, options).map_err(|error| {
@@ -208,7 +208,7 @@ fn prepare(
     Ok((values, Some(members)))
 }
 
-impl Guards {
+impl ProtectionOptions {
     /// The transport to Redis and the threshold of `denyListThreshold`, or a `TypeError` for the
     /// in-memory store, which has no deny list.
     pub fn deny_list(&self, context: &str) -> JsResult<(&FetchTransport, f64)> {

@@ -51,7 +51,7 @@ const RATELIMIT_OPTIONS: [&str; 13] = [
 pub struct JsRatelimit {
     inner: Rc<Ratelimit>,
     /// Protection and analytics, read once: `limit` takes the plain path when both are off.
-    guards: protection::Guards,
+    protection: protection::ProtectionOptions,
 }
 
 #[wasm_bindgen(js_class = Ratelimit)]
@@ -102,7 +102,7 @@ impl JsRatelimit {
             None => Arc::new(MemoryBackend::new()),
             Some(transport) => redis_backend(transport.clone()),
         };
-        let guards = protection::Guards::read(CONTEXT, &config, server, cached)?;
+        let protection = protection::ProtectionOptions::read(CONTEXT, &config, server, cached)?;
         let mut settings = Settings::new(algorithm);
         settings.set_prefix(prefix);
         settings.set_dynamic_limits(dynamic_limits);
@@ -120,12 +120,12 @@ impl JsRatelimit {
                 .with_local_counts(max_entries)
                 .map_err(|error| to_js_error(CONTEXT, &error))?;
         }
-        let limiter = guards
+        let limiter = protection
             .apply(limiter)
             .map_err(|error| to_js_error(CONTEXT, &error))?;
         Ok(JsRatelimit {
             inner: Rc::new(limiter),
-            guards,
+            protection,
         })
     }
 
@@ -133,8 +133,8 @@ impl JsRatelimit {
     /// Bad input rejects the Promise with a `TypeError` or `RangeError`. With protection or analytics,
     /// `protection::limit` answers instead.
     pub fn limit(&self, identifier: JsValue, options: JsValue) -> Promise {
-        if self.guards.active() {
-            return protection::limit(&self.inner, &self.guards, &identifier, &options);
+        if self.protection.active() {
+            return protection::limit(&self.inner, &self.protection, &identifier, &options);
         }
         methods::limit("Ratelimit.limit", &self.inner, &identifier, &options)
     }
@@ -256,7 +256,7 @@ impl JsRatelimit {
     pub fn update_ip_deny_list(&self, list: JsValue, options: JsValue) -> Promise {
         const CONTEXT: &str = "Ratelimit.updateIpDenyList";
         let checked = self
-            .guards
+            .protection
             .deny_list(CONTEXT)
             .and_then(|(server, threshold)| {
                 let ttl = options::field(CONTEXT, "options", &options, true, "ttl")?;
@@ -278,7 +278,7 @@ impl JsRatelimit {
     /// `disableIpDenyList()`: removes the IP deny list from the deny list, as `@upstash/ratelimit`'s.
     #[wasm_bindgen(js_name = disableIpDenyList)]
     pub fn disable_ip_deny_list(&self) -> Promise {
-        let server = self.guards.deny_list("Ratelimit.disableIpDenyList");
+        let server = self.protection.deny_list("Ratelimit.disableIpDenyList");
         let server = server.map(|(server, _)| server.clone());
         let prefix = self.inner.prefix().to_owned();
         promise(Box::pin(async move {
