@@ -11,15 +11,8 @@ use edgelimit::redis::GUARDED_SCRIPTS;
 use edgelimit::Configure;
 use edgelimit::{Error, FixedWindow, MemoryBackend, ProtectedBackend, RedisBackend};
 use serde_json::{json, Value};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use support::{command, hour_limits, Counting, Servers};
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-}
+use std::time::Duration;
+use support::{command, hour_limits, now_ms, Counting, Servers};
 
 #[tokio::test]
 async fn every_guarded_script_loads_on_redis_under_the_sha_the_crate_computes() {

@@ -11,15 +11,7 @@ use edgelimit::Configure;
 use edgelimit::{Error, KeyLayout, MultiRegionRatelimit, RedisBackend, MAX_IDENTIFIER_BYTES};
 use futures::future::join_all;
 use serde_json::json;
-use std::time::{SystemTime, UNIX_EPOCH};
-use support::{command, hour_limits, Servers};
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-}
+use support::{command, hour_limits, now_ms, Servers};
 
 /// What each feature shares, and the identifier an attacker would pick to overwrite it.
 fn attacks(prefix: &str) -> [(&'static str, String); 3] {

@@ -145,3 +145,11 @@ pub async fn command(servers: &Servers, command: &[&str]) -> edgelimit::Result<V
     // The crate's own JSON value, written out and read back by serde_json to compare with `json!`.
     Ok(serde_json::from_str(&reply.to_string()).expect("the crate writes valid JSON"))
 }
+
+/// The system clock, in milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
