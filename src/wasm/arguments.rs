@@ -36,16 +36,18 @@ pub fn identifier(context: &str, identifier: &JsValue) -> JsResult<String> {
 }
 
 /// The arguments of `limit(identifier, options?)`: the identifier, and the rate of `options` (1 if
-/// none, or null, as the peer's `rate ?? 1`).
+/// there are none, or if its `rate` is undefined or null, as the peer's `rate ?? 1`).
 pub fn limit_arguments(
     context: &str,
     identifier_value: &JsValue,
-    options: &JsValue,
+    options: Option<&JsValue>,
 ) -> JsResult<(String, f64)> {
     let identifier = identifier(context, identifier_value)?;
-    let rate = if options.is_undefined() || options.is_null() {
-        JsValue::UNDEFINED
-    } else if options.is_object() {
+    // Undefined and null arrive as `None` from the glue, without a crossing.
+    let Some(options) = options else {
+        return Ok((identifier, 1.0));
+    };
+    let rate = if options.is_object() {
         // The keys are checked in the same crossing that reads the rate (`limitRate`).
         boundary::limit_rate(options)?
     } else {

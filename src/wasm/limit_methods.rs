@@ -53,7 +53,7 @@ pub fn limit<L: JsLimit>(
     context: &'static str,
     limiter: &Rc<L>,
     identifier: &JsValue,
-    options: &JsValue,
+    options: Option<&JsValue>,
 ) -> Promise {
     let arguments = arguments::limit_arguments(context, identifier, options);
     let limiter = Rc::clone(limiter);

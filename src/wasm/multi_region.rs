@@ -121,12 +121,12 @@ impl JsMultiRegionRatelimit {
     /// `limit(identifier, { rate }?)`: a Promise of `{ success, limit, remaining, reset, pending,
     /// reason? }`, answered by the first region to reply; `pending` merges the regions and never
     /// rejects.
-    pub fn limit(&self, identifier: JsValue, options: JsValue) -> Promise {
+    pub fn limit(&self, identifier: JsValue, options: Option<JsValue>) -> Promise {
         methods::limit(
             "MultiRegionRatelimit.limit",
             &self.inner,
             &identifier,
-            &options,
+            options.as_ref(),
         )
     }
 

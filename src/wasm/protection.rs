@@ -120,7 +120,8 @@ pub fn limit(
     options: &JsValue,
 ) -> Promise {
     const CONTEXT: &str = "Ratelimit.limit";
-    let arguments = limit_arguments(CONTEXT, identifier, options).and_then(|(identifier, rate)| {
+    let present = (!options.is_undefined()).then_some(options);
+    let arguments = limit_arguments(CONTEXT, identifier, present).and_then(|(identifier, rate)| {
         let (values, members) = prepare(enabled, &identifier, options)?;
         Ok((identifier, rate, values, members))
     });

@@ -132,11 +132,17 @@ impl JsRatelimit {
     /// `limit(identifier, { rate }?)`: a Promise of `{ success, limit, remaining, reset, pending, reason? }`.
     /// Bad input rejects the Promise with a `TypeError` or `RangeError`. With protection or analytics,
     /// `protection::limit` answers instead.
-    pub fn limit(&self, identifier: JsValue, options: JsValue) -> Promise {
+    pub fn limit(&self, identifier: JsValue, options: Option<JsValue>) -> Promise {
         if self.protection.active() {
+            let options = options.unwrap_or(JsValue::UNDEFINED);
             return protection::limit(&self.inner, &self.protection, &identifier, &options);
         }
-        methods::limit("Ratelimit.limit", &self.inner, &identifier, &options)
+        methods::limit(
+            "Ratelimit.limit",
+            &self.inner,
+            &identifier,
+            options.as_ref(),
+        )
     }
 
     /// `blockUntilReady(identifier, timeout)`: calls `limit` until admitted or `timeout` ms have passed,
