@@ -157,3 +157,43 @@ async fn reset_voids_this_instances_lease_and_the_memory_store_cannot_lease() {
     let refused = Ratelimit::new(MemoryBackend::new(), rule).with_lease(lease(20));
     assert!(matches!(refused, Err(Error::Unsupported { .. })));
 }
+
+#[tokio::test]
+async fn idle_holders_withhold_at_most_a_tenth_of_the_limit_each() {
+    let servers = Servers::start();
+    for rule in hour_limits(LIMIT) {
+        let prefix = format!("lease:idle:{}", rule.name());
+        let mut idle = Vec::new();
+        let mut admitted = 0;
+        for _ in 0..4 {
+            let (holder, _) = instance(&servers, rule, &prefix, 50);
+            for _ in 0..2 {
+                admitted += u64::from(holder.limit("k", 1.0).await.unwrap().success);
+            }
+            idle.push(holder); // alive, holding its lease, and sending nothing more
+        }
+        let busy = Ratelimit::new(RedisBackend::new(servers.gateway.transport()), rule)
+            .with_prefix(&prefix)
+            .with_ephemeral_cache(None); // asks Redis again after its denial
+        while busy.limit("k", 1.0).await.unwrap().success {
+            admitted += 1;
+        }
+        let withheld = LIMIT - admitted;
+        println!(
+            "{}: {withheld} of {LIMIT} withheld by 4 idle holders",
+            rule.name()
+        );
+        assert!(withheld <= 4 * LIMIT / 10, "{}: {withheld}", rule.name());
+        // Once the idle holders return what they hold, it is admitted again.
+        for holder in &idle {
+            holder.return_leases().await;
+        }
+        let mut more = 0;
+        while busy.limit("k", 1.0).await.unwrap().success {
+            more += 1;
+        }
+        // The fixed window counts the busy client's denied request too, as the peer does.
+        let denied_counted = u64::from(matches!(rule, Algorithm::FixedWindow(_)));
+        assert_eq!(more, withheld - denied_counted, "{}", rule.name());
+    }
+}
