@@ -197,3 +197,36 @@ async fn idle_holders_withhold_at_most_a_tenth_of_the_limit_each() {
         assert_eq!(more, withheld - denied_counted, "{}", rule.name());
     }
 }
+
+#[tokio::test]
+async fn a_lease_takes_at_most_what_a_window_admits_whatever_credit_the_peer_left() {
+    let servers = Servers::start();
+    let hour = Duration::from_secs(3600);
+    let rule = FixedWindow::new(100, hour).unwrap();
+    let store = RedisBackend::new(servers.gateway.transport());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64;
+    let key = format!("lease:credit:{}", rule.window_index(now));
+    // The peer's refunds left credit: the counter is below zero.
+    support::command(&servers, &["SET", &key, "-5"])
+        .await
+        .unwrap();
+    let algorithm = Algorithm::from(rule);
+    let leases = edgelimit::Backend::leases(&store).unwrap();
+    let leased = leases
+        .decide_leasing(
+            "lease:credit",
+            algorithm.cost(95.0).unwrap(),
+            10,
+            algorithm,
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(leased.outcome.decision.allowed);
+    assert_eq!(leased.units, 5, "95 + 5 is what a window of 100 admits");
+    let stored = support::command(&servers, &["GET", &key]).await.unwrap();
+    assert_eq!(stored, serde_json::json!("95"));
+}

@@ -31,7 +31,8 @@ elseif cost > 0 then
   if used + cost > limit then
     allowed = 0
   else
-    extra = leased(limit - used - cost)
+    -- Credit left by refunds is not leased: a lease is at most what a window admits.
+    extra = leased(math.min(limit, limit - used) - cost)
   end
   -- Past 2^53 - 1 the count is saturated: a denied request is no longer added to it.
   if used <= 9007199254740991 then
