@@ -116,6 +116,18 @@ export interface RatelimitConfig {
    */
   failMode?: "open" | "closed";
   /**
+   * Leases units of hot identifiers: a decision that goes to Redis anyway also reserves up to `tokens`
+   * units of the identifier's limit for at most `ttl` (a duration such as `"1 s"`, at most the
+   * algorithm's window), and the next `limit()` calls on it in this instance (a Worker isolate keeps
+   * them between requests) are answered from them with no request. The units are counted as used in
+   * Redis before they are handed out, so no instance, leasing or not, ever admits past the limit;
+   * unused units go back in `pending`. A lease holds at most a tenth of the limit and what the
+   * identifier's rate uses within `ttl`; a limit below 20 is never leased. Needs `redis`; not with
+   * `cachedFixedWindow` or `enableProtection`. A `tokens` of 0 or above the limit, or a `ttl` longer
+   * than the window, throws a `RangeError`.
+   */
+  lease?: { tokens: number; ttl: Duration };
+  /**
    * Enables `setDynamicLimit`/`getDynamicLimit`: a limit stored in Redis under
    * `<prefix>:dynamic:global` (the key `@upstash/ratelimit` uses) replaces the configured one — tokens,
    * `maxTokens`, or GCRA's burst — for every identifier, read atomically by each decision. A limit the

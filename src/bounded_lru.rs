@@ -86,6 +86,13 @@ impl<V> BoundedLru<V> {
         self.entries.peek(key).map(|entry| &entry.value)
     }
 
+    /// Every entry, most recently used first, its value changeable; none becomes more recently used.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&Box<str>, &mut V)> {
+        self.entries
+            .iter_mut()
+            .map(|(key, entry)| (key, &mut entry.value))
+    }
+
     /// Whether `key` is held.
     pub fn contains(&self, key: &str) -> bool {
         self.entries.contains(key)

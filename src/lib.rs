@@ -58,7 +58,9 @@ pub mod transport;
 mod wasm;
 
 pub use algorithm::{Algorithm, Cost, FixedWindow, Gcra, Policy, SlidingWindow, TokenBucket};
-pub use backend::{Backend, Events, Guard, Guarded, MemoryBackend, Outcome, ProtectedBackend};
+pub use backend::{
+    Backend, Events, Guard, Guarded, LeaseBackend, Leased, MemoryBackend, Outcome, ProtectedBackend,
+};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
 pub use duration::{duration_from_millis, parse_duration, MAX_DURATION_MS};

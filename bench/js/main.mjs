@@ -15,6 +15,7 @@ import { chart } from "./chart.mjs";
 import { coldStartSection } from "./cold_start.mjs";
 import { cpuSection } from "./cpu.mjs";
 import { e2eSection } from "./e2e.mjs";
+import { leaseSection } from "./lease.mjs";
 import { inMemorySection } from "./in_memory.mjs";
 import { pkgDir, peerName, root, version, window } from "./libraries.mjs";
 import { nativeSection } from "./native.mjs";
@@ -34,6 +35,7 @@ const config = smoke
       cpu: { callers, cellMs: 5, warmupMs: 5, rounds: 1 },
       inMemory: { cellMs: 5, warmupMs: 5, rounds: 1, manyKeys: 1000, memoryKeys: [1000], memoryRounds: 1 },
       e2e: { callers, cellMs: 20, rounds: 1 },
+      lease: { callers: [1, 16, 64], cellMs: 20, rounds: 1 },
       coldStart: { samples: 1 },
       multiRegion: { clients: 3, limit: 3, delaysMs: [1, 2, 5], gapMs: 0, rounds: 1 },
     }
@@ -41,6 +43,7 @@ const config = smoke
       cpu: { callers, cellMs: 300, warmupMs: 1000, rounds: 5 },
       inMemory: { cellMs: 300, warmupMs: 1000, rounds: 5, manyKeys: 100_000, memoryKeys: [100_000, 1_000_000], memoryRounds: 3 },
       e2e: { callers, cellMs: 2000, rounds: 3 },
+      lease: { callers: [1, 16, 64], cellMs: 2000, rounds: 3 },
       coldStart: { samples: 9 },
       multiRegion: { clients: 6, limit: 20, delaysMs: [5, 40, 120], gapMs: 20, rounds: 5 },
     };
@@ -51,6 +54,7 @@ const log = (line) => console.error(`bench: ${line}`);
 const cpu = await cpuSection({ url, token, ...config.cpu, log });
 const inMemory = await inMemorySection({ ...config.inMemory, log });
 const e2e = await e2eSection({ url, token, ...config.e2e, log });
+const lease = await leaseSection({ url, token, ...config.lease, log });
 const native = smoke ? null : await nativeSection({ log });
 const size = await sizeSection();
 const coldStart = await coldStartSection({ ...config.coldStart, replies: cpu.replies, log });
@@ -77,6 +81,7 @@ const results = {
   cpu,
   inMemory,
   e2e,
+  lease,
   native,
   size,
   coldStart,

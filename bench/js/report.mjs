@@ -107,6 +107,29 @@ ${table(
 )}`;
 }
 
+function leaseMarkdown({ rows, lease }, { lease: { cellMs } }) {
+  const body = rows.map(({ callers, edgelimit: o, leased: l, peer: p, leasedRatio }) => [
+    callers,
+    `${num(o.requests.median)} / ${num(l.requests.median)} / ${num(p.requests.median)}`,
+    `${spreadText(o.perSecond)} / ${spreadText(l.perSecond)} / ${spreadText(p.perSecond)}`,
+    `**${ratioText(leasedRatio)}**`,
+    `${num(o.p50Ms.median)} / ${num(o.p99Ms.median)}`,
+    `${num(l.p50Ms.median)} / ${num(l.p99Ms.median)}`,
+    `${num(p.p50Ms.median)} / ${num(p.p99Ms.median)}`,
+  ]);
+  return `## 3b. A hot identifier end to end, with leases
+
+Every caller on one identifier, fixed window, a limit never reached, each cell ${num(cellMs / 1000)} s, through the same
+gateway and Redis: edgelimit without leases, edgelimit with \`lease: { tokens: ${lease.tokens}, ttl: "${lease.ttl}" }\`
+(decisions answered from units reserved in Redis, never past the limit), and the peer. Requests are HTTP
+requests per decision counted at \`fetch\` (the peer's auto-pipelining batches concurrent commands).
+
+${table(
+  ["callers", "requests per decision (edgelimit / leased / peer)", "decisions/s (edgelimit / leased / peer)", "leased / peer", "edgelimit p50 / p99 ms", "leased p50 / p99 ms", "peer p50 / p99 ms"],
+  body,
+)}`;
+}
+
 function nativeMarkdown(native) {
   if (!native) return "## 4. Native: governor and raw redis-benchmark\n\nSkipped in smoke mode.";
   return `## 4. Native: governor and raw redis-benchmark
@@ -178,7 +201,7 @@ ${table(["algorithm", "sent (edgelimit / peer)", "edgelimit admitted", "peer adm
 }
 
 /** The whole report as markdown. */
-export function markdown({ meta, cpu, inMemory, e2e, native, size, coldStart, multiRegion }) {
+export function markdown({ meta, cpu, inMemory, e2e, lease, native, size, coldStart, multiRegion }) {
   return `# edgelimit benchmarks
 
 ${meta.mode} run of ${meta.date}: Node ${meta.node}, ${meta.cpus} × ${meta.cpuModel}; edgelimit ${meta.edgelimit} from pkg/
@@ -192,6 +215,8 @@ ${cpuMarkdown(cpu, meta.peerName)}
 ${inMemoryMarkdown(inMemory)}
 
 ${e2eMarkdown(e2e, meta)}
+
+${leaseMarkdown(lease, meta.config)}
 
 ${nativeMarkdown(native)}
 

@@ -52,6 +52,14 @@ impl Cost {
         self.0 == 0.0
     }
 
+    /// The cost with `units` whole units more (a lease's, see [`Algorithm::lease_room`]), still
+    /// finite and whole when the cost was.
+    ///
+    /// [`Algorithm::lease_room`]: super::Algorithm::lease_room
+    pub(crate) fn plus(self, units: u64) -> Self {
+        Self(self.0 + units as f64)
+    }
+
     /// What the cost asks of a limit of `capacity`.
     pub(crate) fn against(self, capacity: u64) -> Demand {
         if self.0 <= 0.0 {

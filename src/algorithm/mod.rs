@@ -7,7 +7,8 @@
 mod cost;
 mod fixed_window;
 mod gcra;
-mod params;
+pub(crate) mod params;
+mod reserve;
 mod sliding_window;
 mod token_bucket;
 

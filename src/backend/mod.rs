@@ -1,9 +1,11 @@
 //! The store seam: where per-key state lives and how it is changed atomically.
 
+mod lease;
 mod memory;
 mod outcome;
 mod protected;
 
+pub use lease::{LeaseBackend, Leased};
 pub use memory::MemoryBackend;
 pub use outcome::Outcome;
 pub(crate) use protected::protected;
@@ -69,6 +71,11 @@ pub trait Backend: MaybeSendSync {
 
     /// The store's deny lists and analytics ([`ProtectedBackend`]), if it has them. The default: none.
     fn protected(&self) -> Option<&dyn ProtectedBackend> {
+        None
+    }
+
+    /// The store's leases ([`LeaseBackend`]), if it has them. The default: none.
+    fn leases(&self) -> Option<&dyn LeaseBackend> {
         None
     }
 
@@ -191,5 +198,9 @@ impl<B: Backend + ?Sized> Backend for std::sync::Arc<B> {
 
     fn protected(&self) -> Option<&dyn ProtectedBackend> {
         (**self).protected()
+    }
+
+    fn leases(&self) -> Option<&dyn LeaseBackend> {
+        (**self).leases()
     }
 }

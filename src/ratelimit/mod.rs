@@ -1,7 +1,8 @@
 //! `Ratelimit`: a [`Backend`] and the [`Settings`] every limit shares (`settings.rs`: an algorithm, a
 //! key prefix, an ephemeral cache of blocked identifiers, bounded here, dynamic limits, a fail mode for
 //! outages), plus what only the single-store limit has: local counts for `cachedFixedWindow`,
-//! `blockUntilReady`, and the deny list and analytics (`protection/`). Its answers are in `answer.rs`.
+//! `blockUntilReady`, leases (`lease/`: most decisions on a hot identifier with no round trip), and the
+//! deny list and analytics (`protection/`). Its answers are in `answer.rs`.
 //!
 //! Keys are `<prefix>:<identifier>`, the layout of `@upstash/ratelimit`, so both can share one limit,
 //! or `<prefix>:{<identifier>}` on a Redis Cluster ([`KeyLayout`]).
@@ -10,6 +11,7 @@ mod answer;
 pub(crate) mod deadline;
 mod ephemeral_cache;
 mod headers;
+pub mod lease;
 mod local_counts;
 mod protection;
 mod settings;
@@ -17,6 +19,7 @@ mod settings;
 pub use answer::{FailMode, Pending, Reason, Remaining, Response};
 pub use ephemeral_cache::{EphemeralCache, DEFAULT_CACHE_BYTES};
 pub use headers::{rate_limit_headers, HeaderOptions, HeaderStyle};
+pub use lease::Lease;
 pub use protection::{analytics, deny_list, Answer, Request};
 pub(crate) use settings::{with_dynamic_capacity, HasSettings};
 pub use settings::{Configure, Settings, DEFAULT_CACHE_SIZE, DEFAULT_PREFIX};
@@ -28,6 +31,7 @@ use crate::error::{Error, Result};
 use crate::identifier::SharedKeys;
 use crate::key_layout::KeyLayout;
 use deadline::Deadline;
+use lease::{Leases, Returned, Taken};
 use local_counts::LocalCounts;
 use std::future::Future;
 use std::sync::Arc;
@@ -39,6 +43,8 @@ pub struct Ratelimit {
     backend: Arc<dyn Backend>,
     settings: Settings,
     local_counts: Option<Arc<LocalCounts>>,
+    /// The leases held, when leasing is on.
+    leases: Option<Arc<Leases>>,
     /// The deny list and analytics, off unless enabled.
     protection: protection::Protection,
 }
@@ -68,6 +74,7 @@ impl Ratelimit {
             backend,
             settings,
             local_counts: None,
+            leases: None,
             protection: protection::Protection::default(),
         }
     }
@@ -79,6 +86,9 @@ impl Ratelimit {
     /// own view, so a fleet may admit more than the limit until the writes land. Fixed window only.
     pub fn with_local_counts(mut self, max_entries: usize) -> Result<Self> {
         protection::check_local_counts(self.protection.protects())?;
+        if self.leases.is_some() {
+            return Err(leases_with("local counts"));
+        }
         let Algorithm::FixedWindow(rule) = self.settings.algorithm else {
             return Err(Error::Unsupported {
                 what: format!(
@@ -89,6 +99,58 @@ impl Ratelimit {
         };
         self.local_counts = Some(Arc::new(LocalCounts::new(rule, max_entries)));
         Ok(self)
+    }
+
+    /// The same limit leasing units of hot identifiers (see [`lease`]): a decision that goes to Redis
+    /// anyway also reserves up to `lease.tokens` units for at most `lease.ttl`, and the next requests
+    /// on that identifier are answered from them with no request, never admitting past the limit.
+    /// Keeps what it knows of up to [`DEFAULT_CACHE_SIZE`] identifiers.
+    ///
+    /// Fails with [`Error::InvalidParameter`] naming `tokens` (0, or more than the limit) or `ttl`
+    /// (not a positive whole number of milliseconds, or longer than the algorithm's window), and with
+    /// [`Error::Unsupported`] for a store without leases (the memory store), local counts or
+    /// protection. Analytics turned on later turn leasing off: each decision then records its event
+    /// in Redis.
+    pub fn with_lease(mut self, lease: Lease) -> Result<Self> {
+        let lease = lease.checked(&self.settings.algorithm)?;
+        if self.backend.leases().is_none() {
+            return Err(Error::Unsupported {
+                what: format!("leases in the {} store", self.backend.backend_name()),
+            });
+        }
+        if self.local_counts.is_some() {
+            return Err(leases_with("local counts"));
+        }
+        if self.protection.active() {
+            return Err(leases_with("protection"));
+        }
+        self.leases = Some(Arc::new(Leases::new(lease, DEFAULT_CACHE_SIZE)));
+        Ok(self)
+    }
+
+    /// Whether this limit leases (see [`Ratelimit::with_lease`]).
+    pub(crate) fn leases(&self) -> bool {
+        self.leases.is_some()
+    }
+
+    /// How many identifiers the leases know now (held or being watched for their rate).
+    pub fn leased_identifiers(&self) -> usize {
+        self.leases.as_ref().map_or(0, |leases| leases.len())
+    }
+
+    /// Ends every lease this limit holds: the returned work gives their unused units back to the
+    /// store (hand it to `waitUntil`, or await it before an instance stops).
+    pub fn return_leases(&self) -> Pending {
+        let returns: Vec<_> = self.leases.as_ref().map_or_else(Vec::new, |leases| {
+            leases
+                .end_all()
+                .into_iter()
+                .map(|(key, returned)| self.give_back(key.into(), returned))
+                .collect()
+        });
+        Box::pin(async move {
+            futures_util::future::join_all(returns).await;
+        })
     }
 
     /// How many identifiers the local counts hold now.
@@ -127,6 +189,9 @@ impl Ratelimit {
         }
         let key = self.key(identifier)?;
         let cost = self.settings.cost(rate)?;
+        if let Some(leases) = self.leases.as_ref().filter(|_| rate > 0.0) {
+            return self.leased(key, cost, leases).await;
+        }
         // The clock is read only for the local caches (each read is a call into JavaScript on wasm),
         // or below, for an answer of the fail mode.
         let cached_now = (self.local_counts.is_some() || self.settings.cache.is_some())
@@ -161,6 +226,105 @@ impl Ratelimit {
                 Ok((self.settings.failed(&error, now_micros / 1_000), None))
             }
         }
+    }
+
+    /// The answer to a positive `cost` on `key` with leases: from `key`'s lease when it holds enough,
+    /// else from the store, reserving a lease when `key` is hot; the work returned gives back the
+    /// units of a lease that expired or ran short, or that could not be kept.
+    async fn leased(
+        &self,
+        key: String,
+        cost: Cost,
+        leases: &Leases,
+    ) -> Result<(Response, Option<Pending>)> {
+        let capacity = self.settings.algorithm.capacity();
+        let now = self.settings.clock.now_micros();
+        let (want, returned) = match leases.take(&key, cost.get(), capacity, now) {
+            Taken::Answered(response) => return Ok((response, None)),
+            Taken::Ask { want, returned } => (want, returned),
+        };
+        let mut pending = returned.map(|returned| self.give_back(key.clone(), returned));
+        if let Some(block) = self.cached_block(&key, cost.get(), now / 1_000) {
+            return Ok((block, pending));
+        }
+        let decided = match want {
+            0 => self
+                .decide(&key, cost)
+                .await
+                .map(|decision| (decision, 0, 0)),
+            want => self.decide_leasing(&key, cost, want).await,
+        };
+        match decided {
+            Ok((decision, units, store_now)) => {
+                let mut response = Response::decided(decision);
+                if units > 0 {
+                    response.remaining += units as f64;
+                    let window_end = match self.settings.algorithm {
+                        Algorithm::FixedWindow(_) | Algorithm::SlidingWindow(_) => {
+                            Some(decision.reset)
+                        }
+                        Algorithm::TokenBucket(_) | Algorithm::Gcra(_) => None,
+                    };
+                    let back = leases.granted(&key, units, now, &decision, store_now, window_end);
+                    let back = back.map(|returned| self.give_back(key.clone(), returned));
+                    pending = both(pending, back);
+                }
+                self.learn(key, cost.get(), &decision, now);
+                Ok((response, pending))
+            }
+            Err(error) if error.is_outage() => {
+                let now_ms = self.settings.clock.now_micros() / 1_000;
+                Ok((self.settings.failed(&error, now_ms), pending))
+            }
+            Err(error) => {
+                if let Some(pending) = pending {
+                    pending.await;
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// The store's decision of `cost` on `key` reserving up to `want` units for a lease: the decision
+    /// (counting them as used), the units reserved and the store's time of the decision (µs).
+    async fn decide_leasing(
+        &self,
+        key: &str,
+        cost: Cost,
+        want: u64,
+    ) -> Result<(Decision, u64, u64)> {
+        let (rule, limit_key) = self.decision_rule().await?;
+        let store = self.backend.leases().ok_or_else(|| Error::Unsupported {
+            what: format!("leases in the {} store", self.backend.backend_name()),
+        })?;
+        let leased = store
+            .decide_leasing(key, cost, want, rule, limit_key)
+            .await?;
+        Ok((leased.outcome.decision, leased.units, leased.outcome.now))
+    }
+
+    /// The work giving `returned` units of a lease back to `key`'s limit. A return that fails leaves
+    /// the units used until the window ends or the bucket refills them: never an admission too many.
+    fn give_back(&self, key: String, returned: Returned) -> Pending {
+        let backend = Arc::clone(&self.backend);
+        let algorithm = self.settings.algorithm;
+        let limit_key = match self.settings.key_layout {
+            KeyLayout::Cluster => None,
+            KeyLayout::Upstash => self.applied_limit_key().map(str::to_owned),
+        };
+        Box::pin(async move {
+            if let Some(store) = backend.leases() {
+                let given = store.give_back(
+                    &key,
+                    returned.units,
+                    algorithm,
+                    limit_key.as_deref(),
+                    returned.at,
+                );
+                // A failed return only withholds units until they expire (see above).
+                let _ = given.await;
+            }
+        })
     }
 
     /// The ephemeral cache's answer when it knows that `rate` on `key` is denied at `now_ms`; a refund
@@ -221,8 +385,12 @@ impl Ratelimit {
             }
         }
         let decision = self.decide(&key, Cost::PEEK).await?;
+        let own = self
+            .leases
+            .as_ref()
+            .map_or(0.0, |leases| leases.held(&key, now_micros));
         Ok(Remaining {
-            remaining: decision.remaining,
+            remaining: decision.remaining + own,
             reset: decision.reset,
             limit: decision.limit,
         })
@@ -236,6 +404,9 @@ impl Ratelimit {
         }
         if let Some(counts) = &self.local_counts {
             counts.remove(&key);
+        }
+        if let Some(leases) = &self.leases {
+            leases.void(&key);
         }
         self.backend.reset(&key, self.settings.algorithm).await
     }
@@ -350,6 +521,26 @@ impl Ratelimit {
             ..SharedKeys::default()
         };
         self.settings.key(identifier, protected)
+    }
+}
+
+/// The error of leases configured with `other`, which they cannot go with: local counts answer
+/// without Redis in their own way, and protection's deny list is checked by the store on each
+/// request.
+fn leases_with(other: &str) -> Error {
+    Error::Unsupported {
+        what: format!("leases with {other}"),
+    }
+}
+
+/// `first` then `then`, as one piece of work.
+fn both(first: Option<Pending>, then: Option<Pending>) -> Option<Pending> {
+    match (first, then) {
+        (Some(first), Some(then)) => Some(Box::pin(async move {
+            first.await;
+            then.await;
+        })),
+        (first, then) => first.or(then),
     }
 }
 

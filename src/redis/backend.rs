@@ -7,7 +7,7 @@ use super::reply::Reply;
 use super::rest::{malformed, RestClient};
 use super::script::Script;
 use crate::algorithm::{Algorithm, Cost};
-use crate::backend::{Backend, Outcome, ProtectedBackend};
+use crate::backend::{Backend, LeaseBackend, Outcome, ProtectedBackend};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{quote, Error, Result};
 use crate::maybe_send::BoxFuture;
@@ -93,13 +93,27 @@ impl<T: Transport> RedisBackend<T> {
         cost: Cost,
         limit_key: Option<&str>,
     ) -> (&'static Script, Vec<String>, Vec<String>, u64) {
-        let now = self.clock.now_micros();
+        self.call_at(rule, key, cost, limit_key, None)
+    }
+
+    /// [`RedisBackend::call`], deciding at the time `at` (µs since the epoch) when given, whatever
+    /// the clock the store reads otherwise; the time returned is still the clock's.
+    pub(super) fn call_at(
+        &self,
+        rule: &Algorithm,
+        key: &str,
+        cost: Cost,
+        limit_key: Option<&str>,
+        at: Option<u64>,
+    ) -> (&'static Script, Vec<String>, Vec<String>, u64) {
+        let redis_time = self.redis_time && at.is_none();
+        let now = at.unwrap_or_else(|| self.clock.now_micros());
         let Call {
             script,
             mut keys,
             args: [a, b, c],
-        } = layout::call(rule, key, now, self.redis_time);
-        let time = if self.redis_time {
+        } = layout::call(rule, key, now, redis_time);
+        let time = if redis_time {
             String::new()
         } else {
             now.to_string()
@@ -115,7 +129,11 @@ impl<T: Transport> RedisBackend<T> {
             keys.push(limit_key.to_owned());
             args.push("1".to_owned());
         }
-        (script, keys, args, now)
+        let made = match at {
+            Some(_) => self.clock.now_micros(),
+            None => now,
+        };
+        (script, keys, args, made)
     }
 }
 
@@ -127,7 +145,24 @@ pub(super) fn outcome(
     reply: &Reply,
     cost: Cost,
 ) -> Result<Outcome> {
-    let fields = reply.as_array().unwrap_or_default();
+    decided(rule, script, reply, cost, None).map(|(outcome, _)| outcome)
+}
+
+/// [`outcome`], for a call that asked for a lease of up to `want` units when given: the reply then
+/// ends with the units the script leased, which must be what [`Algorithm::lease_room`] allows on the
+/// state it found; the decision counts them as used. Returns the outcome and the units leased.
+pub(super) fn decided(
+    rule: Algorithm,
+    script: &Script,
+    reply: &Reply,
+    cost: Cost,
+    want: Option<u64>,
+) -> Result<(Outcome, u64)> {
+    let all = reply.as_array().unwrap_or_default();
+    let (fields, leased) = match (want, all.split_last()) {
+        (Some(_), Some((last, rest))) => (rest, last.as_u64()),
+        _ => (all, None),
+    };
     let flag = |index: usize| fields.get(index).and_then(Reply::as_u64);
     let (Some(allowed @ 0..=1), Some(now), Some(capacity)) = (flag(0), flag(1), flag(2)) else {
         return Err(malformed(&format!(
@@ -143,7 +178,23 @@ pub(super) fn outcome(
         })?
     };
     let found = layout::decode(&rule, fields.get(3..).unwrap_or_default())?;
-    let decision = rule.apply(found.as_ref(), now, cost).decision;
+    let units = match want {
+        None => 0,
+        Some(want) => {
+            let units = rule.lease_room(found.as_ref(), now, cost, want);
+            if leased != Some(units) {
+                return Err(malformed(&format!(
+                    "the {} script leased {} where the algorithm leases {units}: {reply}",
+                    rule.name(),
+                    leased.map_or("nothing".to_owned(), |leased| leased.to_string()),
+                )));
+            }
+            units
+        }
+    };
+    let decision = rule
+        .apply_leasing(found.as_ref(), now, cost, units)
+        .decision;
     let allowed = allowed == 1;
     if decision.allowed != allowed {
         return Err(malformed(&format!(
@@ -153,12 +204,15 @@ pub(super) fn outcome(
             if decision.allowed { "admits" } else { "denies" },
         )));
     }
-    Ok(Outcome {
-        now,
-        found,
-        rule,
-        decision,
-    })
+    Ok((
+        Outcome {
+            now,
+            found,
+            rule,
+            decision,
+        },
+        units,
+    ))
 }
 
 impl<T: Transport> Backend for RedisBackend<T> {
@@ -213,6 +267,10 @@ impl<T: Transport> Backend for RedisBackend<T> {
     }
 
     fn protected(&self) -> Option<&dyn ProtectedBackend> {
+        Some(self)
+    }
+
+    fn leases(&self) -> Option<&dyn LeaseBackend> {
         Some(self)
     }
 

@@ -4,6 +4,7 @@ mod backend;
 mod corrupt;
 mod dynamic_limit;
 mod layout;
+mod lease;
 mod protected;
 mod reply;
 mod rest;

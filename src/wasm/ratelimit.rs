@@ -15,7 +15,7 @@ use super::sleep::sleep;
 use crate::backend::{Backend, MemoryBackend};
 use crate::js::globals;
 use crate::ratelimit::{
-    Configure, Pending, Ratelimit, Remaining, Response, Settings, DEFAULT_CACHE_SIZE,
+    Configure, Lease, Pending, Ratelimit, Remaining, Response, Settings, DEFAULT_CACHE_SIZE,
 };
 use crate::redis::RedisBackend;
 use crate::transport::FetchTransport;
@@ -29,7 +29,7 @@ use wasm_bindgen::prelude::*;
 /// The options of `new Ratelimit`: its own, and those of `@upstash/ratelimit` it shares.
 /// `cacheScripts` has no effect in `@upstash/ratelimit` 2.x either (scripts always run by hash), and
 /// `enableTelemetry` none here (edgelimit sends no telemetry), so both values of each are honoured.
-const RATELIMIT_OPTIONS: [&str; 13] = [
+const RATELIMIT_OPTIONS: [&str; 14] = [
     "redis",
     "limiter",
     "prefix",
@@ -43,10 +43,12 @@ const RATELIMIT_OPTIONS: [&str; 13] = [
     "denyListThreshold",
     "cacheScripts",
     "enableTelemetry",
+    "lease",
 ];
 
 /// A rate limit: `new Ratelimit({ redis?, limiter, prefix?, keys?, ephemeralCache?, timeout?, failMode?,
-/// dynamicLimits?, enableProtection?, analytics?, denyListThreshold? })`.
+/// dynamicLimits?, enableProtection?, analytics?, denyListThreshold?, lease? })`; `lease: { tokens, ttl }`
+/// leases units of hot identifiers (see `ratelimit::lease`).
 #[wasm_bindgen(js_name = Ratelimit)]
 pub struct JsRatelimit {
     inner: Rc<Ratelimit>,
@@ -118,6 +120,18 @@ impl JsRatelimit {
         if let Some(max_entries) = local_counts {
             limiter = limiter
                 .with_local_counts(max_entries)
+                .map_err(|error| to_js_error(CONTEXT, &error))?;
+        }
+        let lease = get(&config, "lease")?;
+        if !lease.is_undefined() {
+            let tokens = options::field(CONTEXT, "lease", &lease, false, "tokens")?;
+            let ttl = get(&lease, "ttl")?;
+            let lease = Lease {
+                tokens: options::count(CONTEXT, "lease.tokens", &tokens, false)?,
+                ttl: options::duration(CONTEXT, "lease.ttl", &ttl)?,
+            };
+            limiter = limiter
+                .with_lease(lease)
                 .map_err(|error| to_js_error(CONTEXT, &error))?;
         }
         let limiter = protection

@@ -133,6 +133,9 @@ impl Ratelimit {
     pub fn with_protection(mut self, enabled: bool) -> Result<Self> {
         if enabled {
             check_local_counts(self.local_counts.is_some())?;
+            if self.leases() {
+                return Err(super::leases_with("protection"));
+            }
         }
         self.protection.denied = enabled.then(DeniedValues::new);
         Ok(self)

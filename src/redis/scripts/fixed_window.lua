@@ -3,8 +3,9 @@
 -- counting denied requests too. Mirrors FixedWindow::acquire in fixed_window.rs.
 -- KEYS: counters of consecutive windows, KEYS[1] being window ARGV[2].
 -- ARGV: now (µs or ""), window of KEYS[1], window length (ms), limit, cost.
--- ARGV[6] = '1' when the last key is the dynamic limit (see the prelude).
--- Reply: {allowed (0/1), now (µs), limit applied, window, count stored before this request (as text)}.
+-- ARGV[6] = '1' when the last key is the dynamic limit (see the prelude); ARGV[7], a lease's size.
+-- Reply: {allowed (0/1), now (µs), limit applied, window, count stored before this request (as text)},
+-- then, with a lease, the units leased.
 local now = now_micros()
 local limit, failed = capacity(tonumber(ARGV[4]))
 if failed then
@@ -19,7 +20,7 @@ if bad then
   return bad
 end
 
-local allowed, delta = 1, 0
+local allowed, delta, extra = 1, 0, 0
 if cost < 0 then
   if used > 0 then
     delta = math.max(-used, cost)
@@ -29,12 +30,15 @@ elseif cost > limit then
 elseif cost > 0 then
   if used + cost > limit then
     allowed = 0
+  else
+    -- Credit left by refunds is not leased: a lease is at most what a window admits.
+    extra = leased(math.min(limit, limit - used) - cost)
   end
   -- Past 2^53 - 1 the count is saturated: a denied request is no longer added to it.
   if used <= 9007199254740991 then
-    delta = cost
+    delta = cost + extra
   end
 end
 
 add_count(key, delta, window_ms)
-return {allowed, now, limit, window, text}
+return lease_reply({allowed, now, limit, window, text}, extra)

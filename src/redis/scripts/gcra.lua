@@ -3,8 +3,9 @@
 -- gcra.rs.
 -- KEYS[1]: the TAT, a string of whole microseconds since the epoch, at most 2^53 - 1.
 -- ARGV: now (µs or ""), emission interval (µs), tolerance (µs), burst, cost.
--- ARGV[6] = '1' when the last key is the dynamic limit (see the prelude), which replaces the burst.
--- Reply: {allowed (0/1), now (µs), burst applied, stored TAT or -1 if none}.
+-- ARGV[6] = '1' when the last key is the dynamic limit (see the prelude), which replaces the burst;
+-- ARGV[7], a lease's size.
+-- Reply: {allowed (0/1), now (µs), burst applied, stored TAT or -1 if none}, then, with a lease, the units leased.
 local now = now_micros()
 local interval, tolerance, burst, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 if dynamic_key ~= nil then
@@ -28,7 +29,7 @@ if text and stored == nil then
 end
 local tat = math.max(stored or now, now)
 
-local allowed, written = 1, nil
+local allowed, written, extra = 1, nil, 0
 if cost < 0 then
   written = math.max(tat - math.floor(-cost * interval), now)
 elseif cost > burst then
@@ -36,7 +37,8 @@ elseif cost > burst then
 elseif cost > 0 then
   local new_tat = tat + math.ceil(cost * interval)
   if new_tat - now <= tolerance then
-    written = new_tat
+    extra = leased((tolerance - (new_tat - now)) / interval)
+    written = new_tat + extra * interval
   else
     allowed = 0
   end
@@ -49,4 +51,4 @@ if written ~= nil then
     redis.call('DEL', KEYS[1])
   end
 end
-return {allowed, now, burst, stored or -1}
+return lease_reply({allowed, now, burst, stored or -1}, extra)

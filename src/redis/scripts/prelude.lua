@@ -97,6 +97,24 @@ local function add_count(key, delta, ttl_ms)
   end
 end
 
+-- A lease (src/ratelimit/lease/mod.rs): with ARGV[7], an admitted cost also takes up to ARGV[7] whole
+-- units more, as many as `spare` (what the limit has left after the cost) allows; the algorithm's
+-- reply then ends with how many it took (`lease_reply`).
+local function leased(spare)
+  local want = tonumber(ARGV[7])
+  if want == nil or spare <= 0 then
+    return 0
+  end
+  return math.min(want, math.floor(spare))
+end
+
+local function lease_reply(reply, extra)
+  if ARGV[7] then
+    reply[#reply + 1] = extra
+  end
+  return reply
+end
+
 -- With ARGV[6] = '1', the last key is @upstash/ratelimit's dynamic limit (`<prefix>:dynamic:global`).
 local dynamic_key = nil
 if ARGV[6] == '1' then

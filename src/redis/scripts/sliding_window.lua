@@ -5,9 +5,9 @@
 -- Mirrors SlidingWindow::acquire in sliding_window.rs.
 -- KEYS: counters of consecutive windows, KEYS[1] being window ARGV[2].
 -- ARGV: now (µs or ""), window of KEYS[1], window length (ms), limit, cost.
--- ARGV[6] = '1' when the last key is the dynamic limit (see the prelude).
+-- ARGV[6] = '1' when the last key is the dynamic limit (see the prelude); ARGV[7], a lease's size.
 -- Reply: {allowed (0/1), now (µs), limit applied, window, current count before this request, previous
--- count}, the counts as text.
+-- count}, the counts as text; then, with a lease, the units leased.
 local now = now_micros()
 local limit, failed = capacity(tonumber(ARGV[4]), true)
 if failed then
@@ -29,7 +29,7 @@ end
 current, previous = math.max(0, current), math.max(0, previous)
 local weighted = math.floor((1 - (ms % window_ms) / window_ms) * previous)
 
-local allowed = 1
+local allowed, extra = 1, 0
 if cost < 0 then
   -- Exact whatever the count: by INCRBY of at most the refund.
   if current > 0 then
@@ -39,10 +39,11 @@ elseif cost > limit then
   allowed = 0
 elseif cost > 0 then
   if current + weighted + cost <= limit then
-    store_count(current_key, current, current + cost, window_ms * 2 + 1000)
+    extra = leased(limit - current - weighted - cost)
+    store_count(current_key, current, current + cost + extra, window_ms * 2 + 1000)
   else
     allowed = 0
   end
 end
 
-return {allowed, now, limit, window, current_text, previous_text}
+return lease_reply({allowed, now, limit, window, current_text, previous_text}, extra)

@@ -5,8 +5,9 @@
 -- Mirrors TokenBucket::acquire in token_bucket.rs.
 -- KEYS[1]: the bucket, a hash {refilledAt (ms), tokens}.
 -- ARGV: now (µs or ""), max tokens, interval (ms), refill rate, cost.
--- ARGV[6] = '1' when the last key is the dynamic limit (see the prelude).
--- Reply: {allowed (0/1), now (µs), max tokens applied, stored refilledAt or -1 if none, stored tokens as a string}.
+-- ARGV[6] = '1' when the last key is the dynamic limit (see the prelude); ARGV[7], a lease's size.
+-- Reply: {allowed (0/1), now (µs), max tokens applied, stored refilledAt or -1 if none, stored tokens as a string},
+-- then, with a lease, the units leased.
 local now = now_micros()
 local max_tokens, failed = capacity(tonumber(ARGV[2]))
 if failed then
@@ -48,14 +49,15 @@ if not fresh then
   end
 end
 
-local allowed, written = 1, nil
+local allowed, written, extra = 1, nil, 0
 if cost < 0 then
   written = math.min(math.max(max_tokens, level), level - cost)
 elseif cost > max_tokens then
   allowed = 0
 elseif cost > 0 then
   if level >= cost then
-    written = level - cost
+    extra = leased(math.min(level, max_tokens) - cost)
+    written = level - cost - extra
   else
     allowed = 0
   end
@@ -75,6 +77,6 @@ if written ~= nil then
   end
 end
 if refilled_at == nil then
-  return {allowed, now, max_tokens, -1, ''}
+  return lease_reply({allowed, now, max_tokens, -1, ''}, extra)
 end
-return {allowed, now, max_tokens, refilled_at, string.format('%.17g', tokens)}
+return lease_reply({allowed, now, max_tokens, refilled_at, string.format('%.17g', tokens)}, extra)

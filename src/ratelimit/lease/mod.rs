@@ -1,0 +1,218 @@
+//! Leases: most decisions on a hot identifier answered with no round trip to Redis, and still never
+//! one admission over the limit ([`Ratelimit::with_lease`](super::Ratelimit::with_lease)).
+//!
+//! # What a lease is
+//!
+//! A lease is a reservation that the algorithm's own state counts as used. When an identifier is hot,
+//! the decision that goes to Redis anyway also takes up to `n` whole units more, in the same script
+//! run (`ARGV[7]`, see `leased` in src/redis/scripts/prelude.lua), as many as the limit has left after
+//! the request ([`Algorithm::lease_room`](crate::algorithm::Algorithm::lease_room)). This instance
+//! then answers the next requests on that identifier from those units, as settled answers with no
+//! request, until they are spent or the lease expires. Since the units were taken from the limit
+//! before any of them is handed out, every instance, leasing or not, `@upstash/ratelimit` included,
+//! sees them as used: the units admitted across a fleet never pass what the algorithm admits.
+//!
+//! Unused units go back when the lease expires or is renewed, by the next decision on the identifier
+//! in this instance, in its [`Pending`](super::Pending) work (so `waitUntil` carries it), or all at
+//! once with [`Ratelimit::return_leases`](super::Ratelimit::return_leases). A return is the
+//! algorithm's refund, which never makes a count negative nor a bucket more than full.
+//!
+//! # Per algorithm
+//!
+//! - **Fixed window**: the units are an `INCRBY` of the window's counter (the peer's key). A lease
+//!   expires at the end of the window it was taken in, at the latest, so a unit is only ever spent in
+//!   the window that counted it. A return refunds that window's counter (the script is sent the
+//!   reservation's time), never a later one, whose count never held the units.
+//! - **Sliding window**: the units are added to the current window's counter, as an admitted request
+//!   is, and the lease expires with that window. Units counted in window `w` weigh on `w + 1` as its
+//!   previous window; a return after `w` ended lowers that weight to what was truly admitted in `w`,
+//!   which is what the weighting would have seen without the lease: sound too.
+//! - **Token bucket** and **GCRA**: the units are tokens taken out of the bucket (the TAT moved
+//!   forward by `n·T`). Every admitted unit is then a token the bucket held when it was taken, which
+//!   is the bucket's invariant; the ttl bounds how late a taken token may be spent. A return is the
+//!   refund, never above a full bucket. (A token spent up to `ttl` after it left the bucket can make
+//!   a burst, measured at the moments of use, of the bucket plus what it refills in `ttl`; the count
+//!   of tokens taken never passes what the bucket gives.)
+//!
+//! Leases are reserved by Redis only ([`LeaseBackend`](crate::backend::LeaseBackend)): the memory
+//! store makes no round trip to save.
+//!
+//! # Expiry and truthful answers
+//!
+//! A lease expires `ttl` after the request that reserved it left, or at the end of its window if
+//! that comes first (measured from the local time before the request, against the store's time of
+//! the decision, so it never outlives the window even with Redis's clock). An answer from a lease
+//! says what this instance could still take: the lease's units left plus what the limit had left for
+//! everyone when the lease was taken; `reset` is the reservation's. `get_remaining` asks Redis, where
+//! every lease counts as used, and adds this instance's own unused units.
+//!
+//! # What leasing costs, bounded
+//!
+//! Units held by an instance that does not use them are refused to others until its lease ends.
+//! That under-admission is bounded per lease: a lease holds at most
+//! `min(tokens, limit / MAX_SHARE, observed rate × ttl)` units (see [`size`]); a limit below
+//! [`MIN_LEASED_LIMIT`] is never leased; an identifier is leased only once it has been decided twice
+//! within `ttl` in this instance. So at most `limit / MAX_SHARE` units per instance and identifier
+//! are withheld, for at most `ttl` — or, when an instance dies holding a lease, until its window ends
+//! (windows) or the bucket refills them (token bucket, GCRA): never for good.
+//!
+//! `resetUsedTokens` voids this instance's leases without returning them. Other instances' leases
+//! still answer until they expire (at most `ttl`), and their returns refund the fresh count: after a
+//! reset, a fleet may admit up to the units other instances held at the reset beyond the limit.
+
+mod held;
+
+pub(super) use held::{Leases, Returned, Taken};
+
+use crate::algorithm::{Algorithm, Policy};
+use crate::error::{Error, Result};
+use std::time::Duration;
+
+/// The largest share of a limit one lease holds: `limit / MAX_SHARE`.
+pub const MAX_SHARE: u64 = 10;
+
+/// The smallest limit leased: below it, a lease would hold under 2 units.
+pub const MIN_LEASED_LIMIT: u64 = 2 * MAX_SHARE;
+
+/// What [`Ratelimit::with_lease`](super::Ratelimit::with_lease) reserves: up to `tokens` units of a
+/// hot identifier's limit for at most `ttl` (see the module documentation for the bound).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lease {
+    /// The most units one lease holds (at least 1, at most the limit).
+    pub tokens: u64,
+    /// How long a lease lasts at most (a whole number of milliseconds, at most the algorithm's window).
+    pub ttl: Duration,
+}
+
+impl Lease {
+    /// The lease checked against `algorithm`: `tokens` from 1 to its limit, `ttl` a positive whole
+    /// number of milliseconds no longer than its window ([`window_ms`]); else
+    /// [`Error::InvalidParameter`] naming the field.
+    pub(crate) fn checked(self, algorithm: &Algorithm) -> Result<Self> {
+        let invalid = |name, value: String, reason| Error::InvalidParameter {
+            algorithm: "lease",
+            name,
+            value,
+            reason,
+        };
+        if self.tokens == 0 {
+            return Err(invalid("tokens", "0".into(), "must be at least 1"));
+        }
+        if self.tokens > algorithm.capacity() {
+            return Err(invalid(
+                "tokens",
+                self.tokens.to_string(),
+                "must be at most the limit",
+            ));
+        }
+        let ttl_ms = crate::algorithm::params::millis("lease", "ttl", self.ttl)?;
+        if ttl_ms > window_ms(algorithm) {
+            return Err(invalid(
+                "ttl",
+                format!("{ttl_ms}ms"),
+                "must be at most the algorithm's window",
+            ));
+        }
+        Ok(self)
+    }
+}
+
+/// The algorithm's window in milliseconds, the longest a lease may last: the window of the window
+/// algorithms, the time a token bucket takes to refill from empty, GCRA's period.
+pub(crate) fn window_ms(algorithm: &Algorithm) -> u64 {
+    match algorithm {
+        Algorithm::FixedWindow(rule) => rule.window_ms(),
+        Algorithm::SlidingWindow(rule) => rule.window_ms(),
+        Algorithm::TokenBucket(rule) => rule
+            .interval_ms()
+            .saturating_mul(rule.capacity().div_ceil(rule.refill_rate())),
+        Algorithm::Gcra(rule) => rule.period_ms(),
+    }
+}
+
+/// How many units a lease asks for: `seen` units decided in `elapsed` µs, scaled to `ttl` µs (the
+/// rate observed), at most `tokens` and `capacity / MAX_SHARE`; 0 below [`MIN_LEASED_LIMIT`] or when
+/// fewer than one unit is expected within `ttl`.
+pub fn size(tokens: u64, capacity: u64, ttl: u64, seen: f64, elapsed: u64) -> u64 {
+    if capacity < MIN_LEASED_LIMIT || seen <= 0.0 {
+        return 0;
+    }
+    let expected = (seen * ttl as f64 / elapsed.max(1) as f64).floor();
+    let most = tokens.min(capacity / MAX_SHARE);
+    if expected >= most as f64 {
+        most
+    } else {
+        expected as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithm::{FixedWindow, Gcra, SlidingWindow, TokenBucket};
+
+    fn refused(lease: Lease, algorithm: Algorithm) -> (&'static str, String) {
+        match lease.checked(&algorithm) {
+            Err(Error::InvalidParameter {
+                algorithm: "lease",
+                name,
+                value,
+                ..
+            }) => (name, value),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_leases_are_refused_naming_the_field() {
+        let second = Duration::from_secs(1);
+        let window: Algorithm = FixedWindow::new(100, second).unwrap().into();
+        let lease = |tokens, ttl| Lease { tokens, ttl };
+        assert_eq!(refused(lease(0, second), window).0, "tokens");
+        assert_eq!(
+            refused(lease(101, second), window),
+            ("tokens", "101".into())
+        );
+        assert_eq!(refused(lease(10, Duration::ZERO), window).0, "ttl");
+        assert_eq!(
+            refused(lease(10, Duration::from_micros(1_500)), window).0,
+            "ttl"
+        );
+        assert_eq!(
+            refused(lease(10, Duration::from_millis(1_001)), window),
+            ("ttl", "1001ms".into())
+        );
+        assert!(lease(100, second).checked(&window).is_ok());
+        let sliding: Algorithm = SlidingWindow::new(100, second).unwrap().into();
+        assert!(lease(10, second).checked(&sliding).is_ok());
+        // A bucket of 100 refilled 10 per second is full again after 10 s; GCRA's period is 1 s.
+        let bucket: Algorithm = TokenBucket::new(10, second, 100).unwrap().into();
+        assert!(lease(10, Duration::from_secs(10)).checked(&bucket).is_ok());
+        assert_eq!(
+            refused(lease(10, Duration::from_millis(10_001)), bucket).0,
+            "ttl"
+        );
+        let gcra: Algorithm = Gcra::new(100, second, 100).unwrap().into();
+        assert_eq!(
+            refused(lease(10, Duration::from_millis(1_001)), gcra).0,
+            "ttl"
+        );
+    }
+
+    #[test]
+    fn a_lease_is_at_most_a_share_of_the_limit_and_what_the_rate_uses() {
+        let second = 1_000_000;
+        assert_eq!(size(20, 19, second, 1_000.0, 1), 0, "a small limit");
+        assert_eq!(size(20, 20, second, 1_000.0, 1), 2, "a tenth of 20");
+        assert_eq!(size(20, 1_000, second, 1_000.0, 1), 20, "the tokens");
+        assert_eq!(size(500, 1_000, second, 1e9, 1), 100, "a tenth of 1000");
+        // 5 units in half a second: 10 within a second.
+        assert_eq!(size(20, 1_000, second, 5.0, second / 2), 10);
+        assert_eq!(
+            size(20, 1_000, second, 1.0, 2 * second),
+            0,
+            "under one a ttl"
+        );
+        assert_eq!(size(20, 1_000, second, 0.0, 1), 0);
+    }
+}

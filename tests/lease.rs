@@ -1,0 +1,232 @@
+//! Leases against real redis-server through the real gateway: instances with separate stores on one
+//! identifier never admit past the limit, whatever the algorithm; returned leases give their units
+//! back; a holder that dies loses its units only until the window ends or the bucket refills; a hot
+//! identifier costs a fraction of a request per decision.
+
+#![cfg(not(target_arch = "wasm32"))]
+
+mod support;
+
+use edgelimit::algorithm::Algorithm;
+use edgelimit::ratelimit::{Lease, Ratelimit};
+use edgelimit::{Configure, Error, FixedWindow, Gcra, MemoryBackend, RedisBackend};
+use std::sync::Arc;
+use std::time::Duration;
+use support::{hour_limits, Counting, Servers, Traffic};
+
+const LIMIT: u64 = 200;
+
+fn lease(tokens: u64) -> Lease {
+    Lease {
+        tokens,
+        ttl: Duration::from_secs(1),
+    }
+}
+
+/// A leasing instance with its own store, and what its transport sends.
+fn instance(
+    servers: &Servers,
+    rule: Algorithm,
+    prefix: &str,
+    tokens: u64,
+) -> (Ratelimit, Arc<Traffic>) {
+    let (transport, traffic) = Counting::new(servers.gateway.transport());
+    let limit = Ratelimit::new(RedisBackend::new(transport), rule)
+        .with_prefix(prefix)
+        .with_lease(lease(tokens))
+        .unwrap();
+    (limit, traffic)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_leasing_instances_never_admit_past_the_limit_and_return_what_they_hold() {
+    let servers = Servers::start();
+    for rule in hour_limits(LIMIT) {
+        let prefix = format!("lease:{}", rule.name());
+        let mut tasks = Vec::new();
+        for _ in 0..8 {
+            let (limit, _) = instance(&servers, rule, &prefix, 20);
+            tasks.push(tokio::spawn(async move {
+                let mut admitted = 0;
+                for _ in 0..60 {
+                    if limit.limit("hot", 1.0).await.unwrap().success {
+                        admitted += 1;
+                    }
+                }
+                limit.return_leases().await;
+                admitted
+            }));
+        }
+        let mut admitted = 0;
+        for task in tasks {
+            admitted += task.await.unwrap();
+        }
+        let name = rule.name();
+        assert!(admitted <= LIMIT, "{name}: {admitted} admitted of {LIMIT}");
+        // Every lease returned: a later client, which does not lease, gets the whole unused part.
+        let later = Ratelimit::new(RedisBackend::new(servers.gateway.transport()), rule)
+            .with_prefix(&prefix);
+        let left = later.get_remaining("hot").await.unwrap().remaining as u64;
+        let unused = LIMIT - admitted;
+        match rule {
+            Algorithm::FixedWindow(_) | Algorithm::SlidingWindow(_) => {
+                assert_eq!(left, unused, "{name}: {admitted} admitted")
+            }
+            // The bucket and GCRA refill meanwhile (one unit in 18 s at most here).
+            _ => assert!(
+                (unused..=unused + 1).contains(&left),
+                "{name}: {left} left, {admitted} admitted"
+            ),
+        }
+        let mut more = 0;
+        while later.limit("hot", 1.0).await.unwrap().success {
+            more += 1;
+        }
+        assert!(admitted + more <= LIMIT + 1, "{name}");
+        assert!(more >= unused, "{name}: {more} of {unused}");
+    }
+}
+
+#[tokio::test]
+async fn a_hot_identifier_costs_a_fraction_of_a_request_per_decision() {
+    let servers = Servers::start();
+    for rule in hour_limits(10_000) {
+        let prefix = format!("lease:rate:{}", rule.name());
+        let (limit, traffic) = instance(&servers, rule, &prefix, 100);
+        let decisions = 2_000;
+        for _ in 0..decisions {
+            assert!(limit.limit("hot", 1.0).await.unwrap().success);
+        }
+        let (requests, _, _) = traffic.take();
+        let per_decision = requests as f64 / decisions as f64;
+        println!("{}: {per_decision} requests per decision", rule.name());
+        assert!(per_decision <= 0.1, "{}: {requests} requests", rule.name());
+        // What Redis reports counts the lease as used, and this instance's own units as left.
+        let remaining = limit.get_remaining("hot").await.unwrap().remaining;
+        let other = Ratelimit::new(RedisBackend::new(servers.gateway.transport()), rule)
+            .with_prefix(&prefix);
+        let theirs = other.get_remaining("hot").await.unwrap().remaining;
+        assert!(
+            theirs <= remaining && remaining <= theirs + 100.0,
+            "{theirs} {remaining}"
+        );
+        assert!(theirs <= (10_000 - decisions) as f64 + 1.0);
+    }
+}
+
+#[tokio::test]
+async fn a_holder_that_dies_withholds_its_units_only_until_the_window_ends_or_the_bucket_refills() {
+    let servers = Servers::start();
+    let second = Duration::from_secs(1);
+    let rules: [Algorithm; 2] = [
+        FixedWindow::new(100, second).unwrap().into(),
+        Gcra::new(100, second, 100).unwrap().into(),
+    ];
+    for rule in rules {
+        let prefix = format!("lease:dead:{}", rule.name());
+        let (holder, _) = instance(&servers, rule, &prefix, 10);
+        assert!(holder.limit("k", 1.0).await.unwrap().success);
+        assert!(holder.limit("k", 1.0).await.unwrap().success);
+        drop(holder); // dies holding its lease, never returned
+        let other = Ratelimit::new(RedisBackend::new(servers.gateway.transport()), rule)
+            .with_prefix(&prefix);
+        tokio::time::sleep(Duration::from_millis(1_100)).await;
+        let back = other.get_remaining("k").await.unwrap().remaining;
+        assert_eq!(back, 100.0, "{}", rule.name());
+    }
+}
+
+#[tokio::test]
+async fn reset_voids_this_instances_lease_and_the_memory_store_cannot_lease() {
+    let servers = Servers::start();
+    let rule = hour_limits(LIMIT)[0];
+    let (limit, traffic) = instance(&servers, rule, "lease:reset", 20);
+    for _ in 0..3 {
+        assert!(limit.limit("k", 1.0).await.unwrap().success);
+    }
+    limit.reset_used_tokens("k").await.unwrap();
+    traffic.take();
+    let first = limit.limit("k", 1.0).await.unwrap();
+    assert_eq!(
+        first.remaining,
+        (LIMIT - 1) as f64,
+        "nothing held after the reset"
+    );
+    assert_eq!(traffic.take().0, 1, "asked of Redis, not of a voided lease");
+
+    let refused = Ratelimit::new(MemoryBackend::new(), rule).with_lease(lease(20));
+    assert!(matches!(refused, Err(Error::Unsupported { .. })));
+}
+
+#[tokio::test]
+async fn idle_holders_withhold_at_most_a_tenth_of_the_limit_each() {
+    let servers = Servers::start();
+    for rule in hour_limits(LIMIT) {
+        let prefix = format!("lease:idle:{}", rule.name());
+        let mut idle = Vec::new();
+        let mut admitted = 0;
+        for _ in 0..4 {
+            let (holder, _) = instance(&servers, rule, &prefix, 50);
+            for _ in 0..2 {
+                admitted += u64::from(holder.limit("k", 1.0).await.unwrap().success);
+            }
+            idle.push(holder); // alive, holding its lease, and sending nothing more
+        }
+        let busy = Ratelimit::new(RedisBackend::new(servers.gateway.transport()), rule)
+            .with_prefix(&prefix)
+            .with_ephemeral_cache(None); // asks Redis again after its denial
+        while busy.limit("k", 1.0).await.unwrap().success {
+            admitted += 1;
+        }
+        let withheld = LIMIT - admitted;
+        println!(
+            "{}: {withheld} of {LIMIT} withheld by 4 idle holders",
+            rule.name()
+        );
+        assert!(withheld <= 4 * LIMIT / 10, "{}: {withheld}", rule.name());
+        // Once the idle holders return what they hold, it is admitted again.
+        for holder in &idle {
+            holder.return_leases().await;
+        }
+        let mut more = 0;
+        while busy.limit("k", 1.0).await.unwrap().success {
+            more += 1;
+        }
+        // The fixed window counts the busy client's denied request too, as the peer does.
+        let denied_counted = u64::from(matches!(rule, Algorithm::FixedWindow(_)));
+        assert_eq!(more, withheld - denied_counted, "{}", rule.name());
+    }
+}
+
+#[tokio::test]
+async fn a_lease_takes_at_most_what_a_window_admits_whatever_credit_the_peer_left() {
+    let servers = Servers::start();
+    let hour = Duration::from_secs(3600);
+    let rule = FixedWindow::new(100, hour).unwrap();
+    let store = RedisBackend::new(servers.gateway.transport());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64;
+    let key = format!("lease:credit:{}", rule.window_index(now));
+    // The peer's refunds left credit: the counter is below zero.
+    support::command(&servers, &["SET", &key, "-5"])
+        .await
+        .unwrap();
+    let algorithm = Algorithm::from(rule);
+    let leases = edgelimit::Backend::leases(&store).unwrap();
+    let leased = leases
+        .decide_leasing(
+            "lease:credit",
+            algorithm.cost(95.0).unwrap(),
+            10,
+            algorithm,
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(leased.outcome.decision.allowed);
+    assert_eq!(leased.units, 5, "95 + 5 is what a window of 100 admits");
+    let stored = support::command(&servers, &["GET", &key]).await.unwrap();
+    assert_eq!(stored, serde_json::json!("95"));
+}
