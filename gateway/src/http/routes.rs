@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{HeaderName, HeaderValue, Method, StatusCode, Uri};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::json;
@@ -15,11 +15,12 @@ use tower::util::MapRequest;
 use tower::ServiceExt;
 use tower_http::cors::{Any, CorsLayer};
 
-use super::auth::Grant;
+use super::auth::{bearer_is, Grant, Reached};
 use super::call::Call;
 use super::state::App;
 use crate::commands::command;
-use crate::error::{json_response, GatewayError};
+use crate::error::{json_response, Failure, GatewayError};
+use crate::metrics::{self, DbLabels, LatencyLabels, RedisErrorLabels, RequestLabels};
 
 /// Name of the read-your-writes header the Upstash clients send and read back.
 pub const SYNC_TOKEN: &str = "upstash-sync-token";
@@ -69,10 +70,15 @@ fn router(app: Arc<App>) -> Router {
         )
         .route("/healthz", get(healthz).post(path_form).put(path_form))
         .route("/readyz", get(readyz).post(path_form).put(path_form))
+        .route(
+            "/metrics",
+            get(metrics_with_token).post(path_form).put(path_form),
+        )
         .route("/{*command}", get(path_form).post(path_form).put(path_form))
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(app.max_body_bytes))
         .layer(middleware::from_fn_with_state(app.clone(), stamp))
+        .layer(middleware::from_fn_with_state(app.clone(), measure))
         .layer(cors())
         .with_state(app)
 }
@@ -87,24 +93,124 @@ fn cors() -> CorsLayer {
         .max_age(Duration::from_secs(86_400))
 }
 
-/// Adds the `upstash-sync-token` header to every reply; logs one line per request at debug level.
+/// Adds the `upstash-sync-token` header to every reply.
 async fn stamp(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let method = request.method().clone();
-    let path = request.uri().path().to_owned();
     let mut response = next.run(request).await;
     let sync = app.sync_counter.fetch_add(1, Ordering::Relaxed) + 1;
     if let Ok(value) = HeaderValue::from_str(&sync.to_string()) {
         response.headers_mut().insert(SYNC_TOKEN, value);
     }
+    response
+}
+
+/// The route of a path, as a metrics label: a handful of values, whatever the paths.
+fn route_label(path: &str) -> &'static str {
+    match path {
+        "/" => "/",
+        "/pipeline" => "/pipeline",
+        "/multi-exec" => "/multi-exec",
+        "/healthz" => "/healthz",
+        "/readyz" => "/readyz",
+        "/metrics" => "/metrics",
+        _ => "/{command}",
+    }
+}
+
+/// Counts every request by route, status and database, its latency and what it failed on; logs
+/// one line per request at debug level. The labels are resolved once, when the reply is out.
+async fn measure(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let route = route_label(request.uri().path());
+    let method = request.method().clone();
+    let reached = Reached::default();
+    request.extensions_mut().insert(reached.clone());
+    let response = next.run(request).await;
+    let elapsed = started.elapsed();
+    let database = reached.name();
+    let status = response.status().as_u16();
+    let metrics = &app.metrics;
+    metrics
+        .requests
+        .get_or_create(&RequestLabels {
+            route,
+            status,
+            database: database.clone(),
+        })
+        .inc();
+    metrics
+        .latency
+        .get_or_create(&LatencyLabels {
+            route,
+            database: database.clone(),
+        })
+        .observe(elapsed.as_secs_f64());
+    if !database.is_empty() {
+        match response.extensions().get::<Failure>() {
+            Some(Failure::Unavailable) => metrics
+                .redis_errors
+                .get_or_create(&RedisErrorLabels {
+                    database: database.clone(),
+                    kind: "unavailable",
+                })
+                .inc(),
+            Some(Failure::Timeout) => metrics
+                .redis_errors
+                .get_or_create(&RedisErrorLabels {
+                    database: database.clone(),
+                    kind: "timeout",
+                })
+                .inc(),
+            Some(Failure::ReplyTooLarge) => metrics
+                .replies_refused
+                .get_or_create(&DbLabels {
+                    database: database.clone(),
+                })
+                .inc(),
+            None => 0,
+        };
+    }
     tracing::debug!(
         %method,
-        path = %path,
-        status = response.status().as_u16(),
-        micros = started.elapsed().as_micros() as u64,
+        route,
+        database = %database,
+        status,
+        micros = elapsed.as_micros() as u64,
         "request"
     );
     response
+}
+
+/// `GET /metrics` on the main listener: with `--metrics-token` only, and only to that token.
+async fn metrics_with_token(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+) -> Result<Response, GatewayError> {
+    match &app.metrics_token {
+        Some(expected) if bearer_is(&headers, expected) => Ok(metrics_text(&app)),
+        _ => Err(GatewayError::Unauthorized),
+    }
+}
+
+/// The metrics in the text format.
+pub fn metrics_text(app: &App) -> Response {
+    let mut response = app.metrics.encode().into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(metrics::CONTENT_TYPE),
+    );
+    response
+}
+
+/// The router of `--metrics-listen`: `GET /metrics` without a token, nothing else.
+pub fn metrics_service(app: Arc<App>) -> GatewayService {
+    let router = Router::new()
+        .route(
+            "/metrics",
+            get(|State(app): State<Arc<App>>| async move { metrics_text(&app) }),
+        )
+        .fallback(|| async { GatewayError::NotFound })
+        .with_state(app);
+    router.map_request(std::convert::identity as fn(Request) -> Request)
 }
 
 /// `GET /healthz`: answers without a token and without Redis (liveness: the process serves HTTP).
@@ -115,8 +221,8 @@ async fn healthz() -> Response {
 /// `GET /readyz`: answers without a token, 200 once every Redis answers PING in time, 503 while
 /// one is unreachable or busy (a load balancer then sends traffic elsewhere).
 async fn readyz(State(app): State<Arc<App>>) -> Result<Response, GatewayError> {
-    for upstream in &app.upstreams {
-        upstream.ready().await?;
+    for db in app.tokens().databases() {
+        db.upstream.ready().await?;
     }
     Ok(json_response(StatusCode::OK, &json!({ "result": "OK" })))
 }

@@ -1,4 +1,4 @@
-//! The HTTP/1.1 accept loop: a cap on open connections, a header-read and an idle timeout per
+//! The HTTP/1.1 accept loop (over TLS with `--tls-cert`): a cap on open connections, a header-read and an idle timeout per
 //! connection, a lingering close, and a graceful shutdown with a deadline. (`axum::serve` has none
 //! of these.)
 
@@ -14,9 +14,11 @@ use axum::body::Body;
 use axum::extract::Request;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
 use super::routes::GatewayService;
@@ -146,12 +148,26 @@ impl AsyncWrite for Tracked {
     }
 }
 
+/// An open connection's place under `--max-connections`, and its count in the metrics.
+struct Slot {
+    _permit: OwnedSemaphorePermit,
+    connections: Gauge,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.connections.dec();
+    }
+}
+
 /// Serves `service` on `listener` until `signal` resolves, then lets in-flight requests finish
 /// for at most `limits.shutdown_grace`. Returns whether every connection finished in time.
 pub async fn serve(
     listener: TcpListener,
     service: GatewayService,
     limits: Limits,
+    tls: Option<TlsAcceptor>,
+    connections: Gauge,
     signal: impl Future<Output = ()>,
 ) -> bool {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
@@ -179,12 +195,18 @@ pub async fn serve(
         };
         // Replies are written in one piece; do not let Nagle hold them back.
         let _ = stream.set_nodelay(true);
+        connections.inc();
+        let slot = Slot {
+            _permit: permit,
+            connections: connections.clone(),
+        };
         tokio::spawn(connection(
             stream,
+            tls.clone(),
             service.clone(),
             limits,
             stopped.clone(),
-            permit,
+            slot,
         ));
     }
     drop(listener);
@@ -202,20 +224,54 @@ pub async fn serve(
     finished
 }
 
-/// One connection, closed when it expires (see [`Limits`]) or, after the shutdown signal, once
-/// its request in flight is answered.
+/// One connection, over TLS if `tls`: the handshake must end within `--header-read-timeout-ms`
+/// as a request head must.
 async fn connection(
     stream: TcpStream,
+    tls: Option<TlsAcceptor>,
     service: GatewayService,
     limits: Limits,
     mut stopped: watch::Receiver<bool>,
-    _permit: OwnedSemaphorePermit,
+    _slot: Slot,
 ) {
     let activity = Arc::new(Activity::new());
-    let io = TokioIo::new(Tracked {
+    let tracked = Tracked {
         stream,
         activity: activity.clone(),
-    });
+    };
+    let Some(acceptor) = tls else {
+        return http1(tracked, activity, service, limits, stopped).await;
+    };
+    let handshake = tokio::time::timeout(limits.header_read, acceptor.accept(tracked));
+    let stream = tokio::select! {
+        result = handshake => match result {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(error)) => {
+                tracing::debug!(%error, "TLS handshake failed");
+                return;
+            }
+            Err(_) => {
+                tracing::debug!("TLS handshake not complete in time");
+                return;
+            }
+        },
+        _ = stopped.changed() => return,
+    };
+    http1(stream, activity, service, limits, stopped).await;
+}
+
+/// HTTP/1.1 on one connection, closed when it expires (see [`Limits`]) or, after the shutdown
+/// signal, once its request in flight is answered.
+async fn http1<S>(
+    stream: S,
+    activity: Arc<Activity>,
+    service: GatewayService,
+    limits: Limits,
+    mut stopped: watch::Receiver<bool>,
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let io = TokioIo::new(stream);
     let on_request = activity.clone();
     let hyper_service = hyper::service::service_fn(move |request: Request<Incoming>| {
         let guard = on_request.begin();
@@ -266,7 +322,7 @@ async fn connection(
 
 /// Closes a connection politely: sends FIN after the replies, then reads and discards what the
 /// client still sends (at most `LINGER_BYTES`, for at most `LINGER_TIME`) until it closes too.
-async fn linger(mut stream: Tracked) {
+async fn linger(mut stream: impl AsyncRead + AsyncWrite + Unpin) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     if stream.shutdown().await.is_err() {
         return;
