@@ -179,6 +179,16 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
+    let tls = match &config.tls {
+        Some(files) => match tls::Certificates::load(files) {
+            Ok(certificates) => Some(Arc::new(certificates)),
+            Err(message) => {
+                eprintln!("edgelimit-gateway: {message}");
+                return std::process::ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
     let metrics = Arc::new(Metrics::new());
     let app = match App::new(&config, metrics.clone()) {
         Ok(app) => Arc::new(app),
@@ -191,16 +201,6 @@ async fn main() -> std::process::ExitCode {
         eprintln!("edgelimit-gateway: {message}");
         return std::process::ExitCode::from(2);
     }
-    let tls = match &config.tls {
-        Some(files) => match tls::Certificates::load(files) {
-            Ok(certificates) => Some(Arc::new(certificates)),
-            Err(message) => {
-                eprintln!("edgelimit-gateway: {message}");
-                return std::process::ExitCode::from(2);
-            }
-        },
-        None => None,
-    };
     let listener = match bind(config.listen).await {
         Ok(listener) => listener,
         Err(message) => {
