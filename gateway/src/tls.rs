@@ -76,7 +76,7 @@ impl Certificates {
             .map_err(|e| format!("TLS: {e}"))?
             .with_no_client_auth()
             .with_cert_resolver(Arc::new(Resolver(current.clone())));
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(Self {
             files: files.clone(),
             provider,

@@ -1,4 +1,4 @@
-//! HTTPS: the real `@upstash/redis` and `@upstash/ratelimit` over TLS with a certificate made here
+//! HTTPS (HTTP/1.1, and HTTP/2 by ALPN): the real `@upstash/redis` and `@upstash/ratelimit` over TLS with a certificate made here
 //! (rcgen) and trusted through node's `NODE_EXTRA_CA_CERTS`, a wrong certificate refused by the
 //! client, clear start-up errors, and the certificate rotated under load with no failed request.
 
@@ -146,6 +146,20 @@ fn upstash_clients_decide_over_https_and_refuse_a_wrong_certificate() {
     let other = Ca::new("someone else's CA");
     other.write(&dir.path("other-ca.pem"));
     let out = node("refused", &gw, &dir.path("other-ca.pem"), &[]);
+    assert!(out.contains("all checks passed"), "{out}");
+}
+
+#[test]
+fn http2_is_served_to_clients_that_ask_for_it_over_alpn() {
+    let redis = Redis::start();
+    let dir = TempDir::new("h2");
+    let ca = Ca::new("edgelimit test CA");
+    ca.write(&dir.path("ca.pem"));
+    let (cert, key) = ca.leaf();
+    std::fs::write(dir.path("cert.pem"), cert).expect("cert");
+    std::fs::write(dir.path("key.pem"), key).expect("key");
+    let gw = Https::start(&redis, &dir.path("cert.pem"), &dir.path("key.pem"));
+    let out = node("h2", &gw, &dir.path("ca.pem"), &[]);
     assert!(out.contains("all checks passed"), "{out}");
 }
 

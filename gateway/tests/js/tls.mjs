@@ -3,6 +3,8 @@
 //   node tls.mjs check     decisions and commands over HTTPS
 //   node tls.mjs refused   the certificate is not trusted: every request must fail
 //   node tls.mjs load      LOAD_MS of traffic from 16 clients; prints {ok, failed, fingerprints}
+//   node tls.mjs h2        HTTP/2 (node:http2, ALPN h2): 32 concurrent streams on one connection
+import http2 from "node:http2";
 import https from "node:https";
 import { Redis } from "@upstash/redis";
 import { Ratelimit } from "@upstash/ratelimit";
@@ -78,6 +80,32 @@ if (mode === "check") {
   };
   await Promise.all(Array.from({ length: 16 }, (_, i) => worker(i)));
   console.log(JSON.stringify({ ok, failed: failures.length, failures: failures.slice(0, 5), fingerprints: [...fingerprints] }));
+} else if (mode === "h2") {
+  const session = http2.connect(url);
+  await new Promise((resolve, reject) => {
+    session.once("connect", resolve);
+    session.once("error", reject);
+  });
+  check("ALPN chose h2", session.alpnProtocol === "h2", session.alpnProtocol);
+  const post = (path, body) =>
+    new Promise((resolve, reject) => {
+      const stream = session.request({ ":method": "POST", ":path": path, authorization: `Bearer ${token}` });
+      let status = 0;
+      let text = "";
+      stream.on("response", (headers) => (status = headers[":status"]));
+      stream.on("data", (chunk) => (text += chunk));
+      stream.on("end", () => resolve({ status, json: JSON.parse(text) }));
+      stream.on("error", reject);
+      stream.end(body);
+    });
+  const replies = await Promise.all(Array.from({ length: 32 }, () => post("/pipeline", '[["incr","h2:n"]]')));
+  const counts = replies.map((r) => r.json[0].result).sort((a, b) => a - b);
+  check("32 concurrent streams answered", replies.every((r) => r.status === 200), JSON.stringify(replies.map((r) => r.status)));
+  check("each counted once", JSON.stringify(counts) === JSON.stringify(Array.from({ length: 32 }, (_, i) => i + 1)), JSON.stringify(counts));
+  const single = await post("/", '["get","h2:n"]');
+  check("a single command", single.status === 200 && single.json.result === "32", JSON.stringify(single));
+  session.close();
+  finish();
 } else {
   throw new Error(`unknown mode ${mode}`);
 }
