@@ -12,6 +12,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
+use crate::error::Failure;
+
 /// The content type of [`Metrics::encode`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
@@ -165,6 +167,24 @@ impl Metrics {
         let outcome = if ok { "ok" } else { "failed" };
         self.reloads
             .get_or_create(&ReloadLabels { what, outcome })
+            .inc();
+    }
+
+    /// Counts a request of `database` that failed on Redis, or whose reply was too large.
+    pub fn failed(&self, database: &DbName, failure: Failure) {
+        let database = database.clone();
+        let kind = match failure {
+            Failure::Unavailable => "unavailable",
+            Failure::Timeout => "timeout",
+            Failure::ReplyTooLarge => {
+                self.replies_refused
+                    .get_or_create(&DbLabels { database })
+                    .inc();
+                return;
+            }
+        };
+        self.redis_errors
+            .get_or_create(&RedisErrorLabels { database, kind })
             .inc();
     }
 

@@ -20,7 +20,7 @@ use super::call::Call;
 use super::state::App;
 use crate::commands::command;
 use crate::error::{json_response, Failure, GatewayError};
-use crate::metrics::{self, DbLabels, LatencyLabels, RedisErrorLabels, RequestLabels};
+use crate::metrics::{self, LatencyLabels, RequestLabels};
 
 /// Name of the read-your-writes header the Upstash clients send and read back.
 pub const SYNC_TOKEN: &str = "upstash-sync-token";
@@ -144,30 +144,8 @@ async fn measure(State(app): State<Arc<App>>, mut request: Request, next: Next) 
             database: database.clone(),
         })
         .observe(elapsed.as_secs_f64());
-    if !database.is_empty() {
-        match response.extensions().get::<Failure>() {
-            Some(Failure::Unavailable) => metrics
-                .redis_errors
-                .get_or_create(&RedisErrorLabels {
-                    database: database.clone(),
-                    kind: "unavailable",
-                })
-                .inc(),
-            Some(Failure::Timeout) => metrics
-                .redis_errors
-                .get_or_create(&RedisErrorLabels {
-                    database: database.clone(),
-                    kind: "timeout",
-                })
-                .inc(),
-            Some(Failure::ReplyTooLarge) => metrics
-                .replies_refused
-                .get_or_create(&DbLabels {
-                    database: database.clone(),
-                })
-                .inc(),
-            None => 0,
-        };
+    if let (false, Some(failure)) = (database.is_empty(), response.extensions().get::<Failure>()) {
+        metrics.failed(&database, *failure);
     }
     tracing::debug!(
         %method,
