@@ -17,6 +17,33 @@ use crate::error::Failure;
 /// The content type of [`Metrics::encode`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
+/// The routes requests are counted under, as labels (a handful, whatever the paths).
+pub const ROUTES: [&str; 7] = [
+    "/",
+    "/pipeline",
+    "/multi-exec",
+    "/{command}",
+    "/healthz",
+    "/readyz",
+    "/metrics",
+];
+
+/// How many of [`ROUTES`] take a token (the first ones): their counters are resolved per database.
+const TOKEN_ROUTES: usize = 4;
+
+/// The index in [`ROUTES`] of a request's path.
+pub fn route_of(path: &str) -> usize {
+    match path {
+        "/" => 0,
+        "/pipeline" => 1,
+        "/multi-exec" => 2,
+        "/healthz" => 4,
+        "/readyz" => 5,
+        "/metrics" => 6,
+        _ => 3,
+    }
+}
+
 /// A database's name as a label value (shared, cloned per request without copying the text).
 pub type DbName = Arc<String>;
 
@@ -188,6 +215,28 @@ impl Metrics {
             .inc();
     }
 
+    /// The counters of one database's successful requests per route, resolved once.
+    pub fn answered(&self, database: &DbName) -> Answered {
+        Answered(
+            ROUTES[..TOKEN_ROUTES]
+                .iter()
+                .map(|&route| {
+                    let database = database.clone();
+                    let requests = RequestLabels {
+                        route,
+                        status: 200,
+                        database: database.clone(),
+                    };
+                    (
+                        self.requests.get_or_create_owned(&requests),
+                        self.latency
+                            .get_or_create_owned(&LatencyLabels { route, database }),
+                    )
+                })
+                .collect(),
+        )
+    }
+
     /// The counters of one database's connection attempts, resolved once.
     pub fn connects(&self, database: &DbName) -> ConnectCounters {
         let counter = |outcome| {
@@ -206,6 +255,25 @@ impl Metrics {
 impl Default for Metrics {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// One database's counter and latency histogram of 200s per route that takes a token: clones of
+/// the registry's, so that the common request finds them without a lookup.
+#[derive(Clone, Debug, Default)]
+pub struct Answered(Vec<(Counter, Histogram)>);
+
+impl Answered {
+    /// Counts a 200 of `route` (an index in [`ROUTES`]); false if the route has no counters here.
+    pub fn count(&self, route: usize, seconds: f64) -> bool {
+        match self.0.get(route) {
+            Some((requests, latency)) => {
+                requests.inc();
+                latency.observe(seconds);
+                true
+            }
+            None => false,
+        }
     }
 }
 

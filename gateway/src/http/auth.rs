@@ -10,7 +10,6 @@ use subtle::ConstantTimeEq;
 use super::state::Db;
 use crate::config::TokenSpec;
 use crate::error::GatewayError;
-use crate::metrics::DbName;
 
 /// What a valid token grants. As an extractor it authenticates the request (401 otherwise).
 #[derive(Debug, Clone)]
@@ -102,7 +101,7 @@ where
             .authenticate(&parts.headers, parts.uri.query())
             .ok_or(GatewayError::Unauthorized)?;
         if let Some(reached) = parts.extensions.get::<Reached>() {
-            reached.set(&grant.db.name);
+            reached.set(&grant.db);
         }
         Ok(grant)
     }
@@ -111,16 +110,16 @@ where
 /// Which database a request reached, once its token was accepted: put in the request by the
 /// metrics layer, filled by [`Grant`], read back by the layer when the reply is out.
 #[derive(Debug, Clone, Default)]
-pub struct Reached(Arc<std::sync::OnceLock<DbName>>);
+pub struct Reached(Arc<std::sync::OnceLock<Arc<Db>>>);
 
 impl Reached {
-    fn set(&self, name: &DbName) {
-        let _ = self.0.set(name.clone());
+    fn set(&self, db: &Arc<Db>) {
+        let _ = self.0.set(db.clone());
     }
 
-    /// The database's name, or "" if no token was accepted.
-    pub fn name(&self) -> DbName {
-        self.0.get().cloned().unwrap_or_default()
+    /// The database, if a token was accepted.
+    pub fn db(&self) -> Option<&Arc<Db>> {
+        self.0.get()
     }
 }
 

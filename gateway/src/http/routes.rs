@@ -78,7 +78,6 @@ fn router(app: Arc<App>) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(app.max_body_bytes))
         .layer(middleware::from_fn_with_state(app.clone(), stamp))
-        .layer(middleware::from_fn_with_state(app.clone(), measure))
         .layer(cors())
         .with_state(app)
 }
@@ -93,42 +92,36 @@ fn cors() -> CorsLayer {
         .max_age(Duration::from_secs(86_400))
 }
 
-/// Adds the `upstash-sync-token` header to every reply.
-async fn stamp(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+/// Adds the `upstash-sync-token` header to every reply; counts every request by route, status and
+/// database, its latency and what it failed on; logs one line per request at debug level. A 200 of a
+/// database is counted on counters resolved when the database was set up; other replies find theirs
+/// by their labels.
+async fn stamp(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let route = metrics::route_of(request.uri().path());
+    let reached = Reached::default();
+    request.extensions_mut().insert(reached.clone());
     let mut response = next.run(request).await;
     let sync = app.sync_counter.fetch_add(1, Ordering::Relaxed) + 1;
     if let Ok(value) = HeaderValue::from_str(&sync.to_string()) {
         response.headers_mut().insert(SYNC_TOKEN, value);
     }
-    response
-}
-
-/// The route of a path, as a metrics label: a handful of values, whatever the paths.
-fn route_label(path: &str) -> &'static str {
-    match path {
-        "/" => "/",
-        "/pipeline" => "/pipeline",
-        "/multi-exec" => "/multi-exec",
-        "/healthz" => "/healthz",
-        "/readyz" => "/readyz",
-        "/metrics" => "/metrics",
-        _ => "/{command}",
-    }
-}
-
-/// Counts every request by route, status and database, its latency and what it failed on; logs
-/// one line per request at debug level. The labels are resolved once, when the reply is out.
-async fn measure(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let route = route_label(request.uri().path());
-    let method = request.method().clone();
-    let reached = Reached::default();
-    request.extensions_mut().insert(reached.clone());
-    let response = next.run(request).await;
-    let elapsed = started.elapsed();
-    let database = reached.name();
+    let seconds = started.elapsed().as_secs_f64();
     let status = response.status().as_u16();
+    let db = reached.db();
+    tracing::debug!(
+        route = metrics::ROUTES[route],
+        database = db.map_or("", |db| db.name.as_str()),
+        status,
+        seconds,
+        "request"
+    );
+    if status == 200 && db.is_some_and(|db| db.answered.count(route, seconds)) {
+        return response;
+    }
+    let database = db.map(|db| db.name.clone()).unwrap_or_default();
     let metrics = &app.metrics;
+    let route = metrics::ROUTES[route];
     metrics
         .requests
         .get_or_create(&RequestLabels {
@@ -143,18 +136,10 @@ async fn measure(State(app): State<Arc<App>>, mut request: Request, next: Next) 
             route,
             database: database.clone(),
         })
-        .observe(elapsed.as_secs_f64());
+        .observe(seconds);
     if let (false, Some(failure)) = (database.is_empty(), response.extensions().get::<Failure>()) {
         metrics.failed(&database, *failure);
     }
-    tracing::debug!(
-        %method,
-        route,
-        database = %database,
-        status,
-        micros = elapsed.as_micros() as u64,
-        "request"
-    );
     response
 }
 

@@ -12,7 +12,7 @@ use crate::commands::known_scripts::KnownScripts;
 use crate::commands::policy::Policy;
 use crate::commands::scripts::ScriptMap;
 use crate::config::{Config, Target, TokenSet};
-use crate::metrics::{DbName, Metrics};
+use crate::metrics::{Answered, DbName, Metrics};
 use crate::upstream::Upstream;
 
 /// One database behind the gateway, as tokens reach it.
@@ -23,6 +23,8 @@ pub struct Db {
     pub target: Target,
     /// Its connections.
     pub upstream: Upstream,
+    /// Its requests answered 200, per route.
+    pub answered: Answered,
 }
 
 impl std::fmt::Debug for Db {
@@ -41,6 +43,7 @@ impl Db {
             upstream: Upstream::new(&target, Duration::from_secs(1), 1, 1024, Default::default())
                 .expect("upstream"),
             target,
+            answered: Answered::default(),
         })
     }
 }
@@ -133,6 +136,7 @@ impl App {
                             self.metrics.connects(&name),
                         )?,
                         target: database.target.clone(),
+                        answered: self.metrics.answered(&name),
                         name,
                     });
                     added.push(db.clone());
