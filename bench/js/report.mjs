@@ -1,6 +1,7 @@
 // The report: every section's results as markdown (report.md) beside the same numbers as JSON
 // (report.json, written by main.mjs). Cells read "median (min–max)" over the rounds; a ratio is
 // edgelimit's median over the peer's (below 1: edgelimit uses less CPU, or is slower in throughput).
+import { faultsMarkdown } from "./faults.mjs";
 import { EDGELIMIT_MAX_KEYS } from "./in_memory.mjs";
 
 /** A number with as many digits as its size deserves. */
@@ -201,7 +202,7 @@ ${table(["algorithm", "sent (edgelimit / peer)", "edgelimit admitted", "peer adm
 }
 
 /** The whole report as markdown. */
-export function markdown({ meta, cpu, inMemory, e2e, lease, native, size, coldStart, multiRegion }) {
+export function markdown({ meta, cpu, inMemory, e2e, lease, native, size, coldStart, multiRegion, faults }) {
   return `# edgelimit benchmarks
 
 ${meta.mode} run of ${meta.date}: Node ${meta.node}, ${meta.cpus} × ${meta.cpuModel}; edgelimit ${meta.edgelimit} from pkg/
@@ -225,5 +226,7 @@ ${sizeMarkdown(size)}
 ${coldStartMarkdown(coldStart)}
 
 ${multiRegionMarkdown(multiRegion)}
+
+${faultsMarkdown(faults)}
 `;
 }

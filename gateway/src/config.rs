@@ -1,7 +1,7 @@
 //! Command-line flags, environment variables and the token file, validated into [`Config`].
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Parser;
@@ -58,10 +58,11 @@ pub struct Args {
     )]
     pub readonly_redis: Option<String>,
 
-    /// File mapping tokens to Redis URLs, one per line: `<token> <redis-url> [rw|ro]`, where
-    /// `cluster:URL,URL…` names a Redis Cluster by some of its nodes. Blank lines and lines
-    /// starting with `#` are ignored. Tokens that share a URL share its connections; different
-    /// URLs are independent databases (e.g. regions).
+    /// File mapping tokens to Redis URLs, one per line: `<token> <redis-url> [rw|ro]
+    /// [name=NAME]`, where `cluster:URL,URL…` names a Redis Cluster by some of its nodes and
+    /// NAME names the database in metrics and logs. Blank lines and lines starting with `#` are
+    /// ignored. Tokens that share a URL share its connections; different URLs are independent
+    /// databases (e.g. regions). Re-read on SIGHUP.
     #[arg(long, env = "GATEWAY_TOKENS_FILE", value_name = "FILE")]
     pub tokens: Option<PathBuf>,
 
@@ -129,6 +130,57 @@ pub struct Args {
     /// Most dedicated Redis connections open at once for `/multi-exec` (per Redis URL).
     #[arg(long, env = "GATEWAY_MULTI_CONNECTIONS", default_value_t = 32)]
     pub multi_connections: usize,
+
+    /// Log lines as plain text or as JSON objects (one per line, for log pipelines).
+    #[arg(long, env = "GATEWAY_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    /// Serve Prometheus metrics at `GET /metrics` on this address of its own, without a token
+    /// (keep it private: loopback, or a network only the scraper reaches).
+    #[arg(long, env = "GATEWAY_METRICS_LISTEN", value_name = "ADDR")]
+    pub metrics_listen: Option<SocketAddr>,
+
+    /// Serve Prometheus metrics at `GET /metrics` on `--listen` to this bearer token alone (no
+    /// Redis token reads them, and this one runs no command).
+    #[arg(long, env = "GATEWAY_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<String>,
+
+    /// Serve HTTPS with this certificate chain (PEM, leaf first); needs `--tls-key`. Re-read,
+    /// with the key, on SIGHUP and when either file changes; open connections keep theirs.
+    #[arg(
+        long,
+        env = "GATEWAY_TLS_CERT",
+        value_name = "FILE",
+        requires = "tls_key"
+    )]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The private key of `--tls-cert` (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(
+        long,
+        env = "GATEWAY_TLS_KEY",
+        value_name = "FILE",
+        requires = "tls_cert"
+    )]
+    pub tls_key: Option<PathBuf>,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line (tracing-subscriber's JSON format).
+    Json,
+}
+
+/// The certificate and key files of HTTPS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// PEM certificate chain, leaf first.
+    pub cert: PathBuf,
+    /// PEM private key.
+    pub key: PathBuf,
 }
 
 /// Limits on client connections, enforced by the accept loop.
@@ -202,10 +254,159 @@ fn check_url(url: &str) -> Result<(), String> {
 pub struct TokenSpec {
     /// The secret itself.
     pub token: String,
-    /// Index into [`Config::targets`].
+    /// Index into [`TokenSet::databases`].
     pub upstream: usize,
     /// Whether only read commands are allowed.
     pub readonly: bool,
+}
+
+/// One database behind the gateway: what it connects to, and the name metrics and logs give it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Database {
+    /// The server or cluster.
+    pub target: Target,
+    /// `name=` of the tokens file, or the target's `user@host:port/db` (never its password).
+    pub name: String,
+}
+
+/// A Redis URL without its scheme, password and query: `user@host:port/db`.
+fn address(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let rest = rest.split('?').next().unwrap_or(rest);
+    match rest.rsplit_once('@') {
+        Some((credentials, host)) => match credentials.split(':').next() {
+            Some(user) if !user.is_empty() => format!("{user}@{host}"),
+            _ => host.to_owned(),
+        },
+        None => rest.to_owned(),
+    }
+}
+
+impl Database {
+    /// The default name of a target: its address, never its password.
+    fn default_name(target: &Target) -> String {
+        match target {
+            Target::Server(url) => address(url).to_owned(),
+            Target::Cluster(urls) => {
+                format!(
+                    "cluster:{}",
+                    urls.first().map(|url| address(url)).unwrap_or_default()
+                )
+            }
+        }
+    }
+}
+
+/// The accepted tokens and the databases they reach.
+#[derive(Debug, Clone, Default)]
+pub struct TokenSet {
+    /// Distinct Redis servers and clusters, one upstream each.
+    pub databases: Vec<Database>,
+    /// All accepted tokens.
+    pub tokens: Vec<TokenSpec>,
+}
+
+impl TokenSet {
+    fn add(
+        &mut self,
+        token: String,
+        target: Target,
+        readonly: bool,
+        name: Option<&str>,
+    ) -> Result<(), String> {
+        if token.is_empty() {
+            return Err("tokens must not be empty".into());
+        }
+        if self.tokens.iter().any(|t| t.token == token) {
+            return Err("the same token is configured twice".into());
+        }
+        let upstream = match self.databases.iter().position(|d| d.target == target) {
+            Some(i) => {
+                let database = &mut self.databases[i];
+                if let Some(name) = name {
+                    if database.name == Database::default_name(&target) {
+                        database.name = name.to_owned();
+                    } else if database.name != name {
+                        return Err(format!(
+                            "one database named twice: {:?} and {name:?}",
+                            database.name
+                        ));
+                    }
+                }
+                i
+            }
+            None => {
+                let taken = |name: &str| self.databases.iter().any(|d| d.name == name);
+                let name = match name {
+                    Some(name) if taken(name) => {
+                        return Err(format!("two databases named {name:?}"))
+                    }
+                    Some(name) => name.to_owned(),
+                    None => {
+                        // Two URLs of one address (other options): numbered.
+                        let base = Database::default_name(&target);
+                        let mut name = base.clone();
+                        let mut n = 1;
+                        while taken(&name) {
+                            n += 1;
+                            name = format!("{base}#{n}");
+                        }
+                        name
+                    }
+                };
+                self.databases.push(Database { target, name });
+                self.databases.len() - 1
+            }
+        };
+        self.tokens.push(TokenSpec {
+            token,
+            upstream,
+            readonly,
+        });
+        Ok(())
+    }
+
+    /// Adds the lines of a tokens file: `<token> <redis-url> [rw|ro] [name=NAME]`.
+    fn add_file(&mut self, path: &Path) -> Result<(), String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read tokens file {}: {e}", path.display()))?;
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let at = |e: String| format!("{}:{}: {e}", path.display(), n + 1);
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if fields.len() < 2 || fields.len() > 4 {
+                return Err(at(
+                    "expected `<token> <redis-url> [rw|ro] [name=NAME]`".to_owned()
+                ));
+            }
+            let mut readonly = None;
+            let mut name = None;
+            for field in &fields[2..] {
+                match (*field, field.strip_prefix("name=")) {
+                    ("rw", _) if readonly.is_none() => readonly = Some(false),
+                    ("ro", _) if readonly.is_none() => readonly = Some(true),
+                    (_, Some(value)) if name.is_none() && !value.is_empty() => name = Some(value),
+                    (other, _) => {
+                        return Err(at(format!(
+                            "expected rw, ro or name=NAME after the URL, got {other:?}"
+                        )))
+                    }
+                }
+            }
+            let target = Target::parse(fields[1]).map_err(at)?;
+            self.add(
+                fields[0].to_owned(),
+                target,
+                readonly.unwrap_or(false),
+                name,
+            )
+            .map_err(at)?;
+        }
+        Ok(())
+    }
 }
 
 /// Validated settings the server runs with.
@@ -213,10 +414,12 @@ pub struct TokenSpec {
 pub struct Config {
     /// Address to listen on.
     pub listen: SocketAddr,
-    /// Distinct Redis servers and clusters, one upstream each.
-    pub targets: Vec<Target>,
-    /// All accepted tokens.
-    pub tokens: Vec<TokenSpec>,
+    /// The tokens of the flags and of the tokens file, as read at start-up.
+    pub tokens: TokenSet,
+    /// The tokens of `--token` and `--readonly-token` (read from the environment once).
+    flag_tokens: TokenSet,
+    /// `--tokens`, re-read on SIGHUP.
+    pub tokens_file: Option<PathBuf>,
     /// Per-request deadline for Redis work.
     pub timeout: Duration,
     /// Body size limit.
@@ -237,6 +440,12 @@ pub struct Config {
     pub known_scripts_only: bool,
     /// Files of extra known scripts.
     pub scripts_files: Vec<PathBuf>,
+    /// Where `/metrics` has a listener of its own.
+    pub metrics_listen: Option<SocketAddr>,
+    /// The token of `/metrics` on `--listen`.
+    pub metrics_token: Option<String>,
+    /// HTTPS certificate and key, if HTTPS.
+    pub tls: Option<TlsFiles>,
 }
 
 impl Config {
@@ -244,8 +453,9 @@ impl Config {
     pub fn from_args(args: Args) -> Result<Self, String> {
         let mut config = Config {
             listen: args.listen,
-            targets: Vec::new(),
-            tokens: Vec::new(),
+            tokens: TokenSet::default(),
+            flag_tokens: TokenSet::default(),
+            tokens_file: args.tokens.clone(),
             timeout: Duration::from_millis(args.timeout_ms.max(1)),
             max_body_bytes: args.max_body_bytes,
             max_reply_bytes: args.max_reply_bytes,
@@ -266,6 +476,12 @@ impl Config {
             unsafe_allow_admin: args.unsafe_allow_admin,
             known_scripts_only: args.known_scripts_only,
             scripts_files: args.scripts_file,
+            metrics_listen: args.metrics_listen,
+            metrics_token: args.metrics_token.filter(|token| !token.is_empty()),
+            tls: match (args.tls_cert, args.tls_key) {
+                (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+                _ => None,
+            },
         };
         if config.max_reply_bytes < MIN_REPLY_BYTES {
             return Err(format!(
@@ -289,7 +505,7 @@ impl Config {
                 let target = main
                     .clone()
                     .ok_or("--token needs --redis URL (or --redis-cluster)")?;
-                config.add(token, target, false)?;
+                config.flag_tokens.add(token, target, false, None)?;
             }
             if let Some(token) = args.readonly_token {
                 let target = match &args.readonly_redis {
@@ -298,68 +514,80 @@ impl Config {
                         "--readonly-token needs --redis (or --readonly-redis, --redis-cluster) URL",
                     )?,
                 };
-                config.add(token, target, true)?;
+                config.flag_tokens.add(token, target, true, None)?;
             }
         } else if main.is_some() && args.tokens.is_none() {
             return Err("--redis and --redis-cluster need --token (or --readonly-token)".into());
         }
-        if let Some(path) = &args.tokens {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read tokens file {}: {e}", path.display()))?;
-            for (n, line) in text.lines().enumerate() {
-                let line = line.trim();
-                if line.is_empty() || line.starts_with('#') {
-                    continue;
-                }
-                let fields: Vec<&str> = line.split_whitespace().collect();
-                let readonly = match fields.get(2).copied() {
-                    None | Some("rw") => false,
-                    Some("ro") => true,
-                    Some(other) => {
-                        return Err(format!(
-                            "{}:{}: third field must be rw or ro, got {other:?}",
-                            path.display(),
-                            n + 1
-                        ))
-                    }
-                };
-                if fields.len() < 2 || fields.len() > 3 {
-                    return Err(format!(
-                        "{}:{}: expected `<token> <redis-url> [rw|ro]`",
-                        path.display(),
-                        n + 1
-                    ));
-                }
-                let target = Target::parse(fields[1])
-                    .map_err(|e| format!("{}:{}: {e}", path.display(), n + 1))?;
-                config.add(fields[0].to_owned(), target, readonly)?;
-            }
-        }
-        if config.tokens.is_empty() {
-            return Err("no token configured: use --token with --redis, or --tokens FILE".into());
-        }
+        config.tokens = config.read_tokens()?;
         Ok(config)
     }
 
-    fn add(&mut self, token: String, target: Target, readonly: bool) -> Result<(), String> {
-        if token.is_empty() {
-            return Err("tokens must not be empty".into());
+    /// The tokens of the flags and, if any, of the tokens file read now.
+    pub fn read_tokens(&self) -> Result<TokenSet, String> {
+        let mut set = self.flag_tokens.clone();
+        if let Some(path) = &self.tokens_file {
+            set.add_file(path)?;
         }
-        if self.tokens.iter().any(|t| t.token == token) {
-            return Err("the same token is configured twice".into());
+        if set.tokens.is_empty() {
+            return Err("no token configured: use --token with --redis, or --tokens FILE".into());
         }
-        let upstream = match self.targets.iter().position(|t| *t == target) {
-            Some(i) => i,
-            None => {
-                self.targets.push(target);
-                self.targets.len() - 1
-            }
-        };
-        self.tokens.push(TokenSpec {
-            token,
-            upstream,
-            readonly,
-        });
-        Ok(())
+        Ok(set)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(text: &str) -> Result<TokenSet, String> {
+        let path = std::env::temp_dir().join(format!(
+            "gw-config-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::write(&path, text).map_err(|e| e.to_string())?;
+        let mut set = TokenSet::default();
+        let result = set.add_file(&path).map(|()| set);
+        let _ = std::fs::remove_file(path);
+        result
+    }
+
+    #[test]
+    fn the_name_column_is_optional_and_never_holds_a_password() {
+        let set = file(
+            "a redis://gateway:PW@127.0.0.1:6379/0\n\
+             b redis://gateway:PW@127.0.0.1:6379/0 ro\n\
+             c redis://127.0.0.1:6380/2 rw name=eu\n\
+             d redis://:PW@127.0.0.1:6381 name=us ro\n",
+        )
+        .expect("valid file");
+        let names: Vec<&str> = set.databases.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["gateway@127.0.0.1:6379/0", "eu", "us"]);
+        assert!(set.tokens[1].readonly && set.tokens[3].readonly);
+        assert!(!set.tokens[2].readonly);
+    }
+
+    #[test]
+    fn bad_lines_name_their_line() {
+        for (text, why) in [
+            ("a redis://127.0.0.1 rw rw\n", "expected rw, ro or name"),
+            ("a redis://127.0.0.1 name=\n", "expected rw, ro or name"),
+            ("a\n", "expected `<token>"),
+            (
+                "a redis://127.0.0.1/0 name=x\nb redis://127.0.0.1/1 name=x\n",
+                "two databases named",
+            ),
+            (
+                "a redis://127.0.0.1/0 name=x\nb redis://127.0.0.1/0 name=y\n",
+                "named twice",
+            ),
+        ] {
+            let error = file(text).expect_err(text);
+            assert!(
+                error.contains(why) && error.contains(':'),
+                "{text}: {error}"
+            );
+        }
     }
 }

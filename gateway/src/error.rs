@@ -19,6 +19,8 @@ pub enum GatewayError {
     Forbidden(String),
     /// HTTP method other than HEAD, GET, POST, PUT (405).
     MethodNotAllowed,
+    /// No such route: only on the listener of `--metrics-listen` (404).
+    NotFound,
     /// The body is larger than the configured limit (413).
     PayloadTooLarge(usize),
     /// The replies of one request are larger than `--max-reply-bytes` (400).
@@ -39,6 +41,7 @@ impl GatewayError {
             }
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::NotFound => StatusCode::NOT_FOUND,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Timeout => StatusCode::GATEWAY_TIMEOUT,
@@ -53,6 +56,7 @@ impl GatewayError {
             Self::MethodNotAllowed => {
                 "ERR method not allowed (the protocol uses GET, HEAD, POST and PUT; /pipeline and /multi-exec need POST)".to_owned()
             }
+            Self::NotFound => "ERR not found (this listener serves GET /metrics)".to_owned(),
             Self::PayloadTooLarge(limit) => {
                 format!("ERR request body is larger than the limit of {limit} bytes")
             }
@@ -98,9 +102,29 @@ pub fn json_response(status: StatusCode, body: &serde_json::Value) -> Response {
     response
 }
 
+/// What a failed reply failed on, for the metrics layer: put in the response's extensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// Redis unreachable (503).
+    Unavailable,
+    /// Redis too slow (504).
+    Timeout,
+    /// A reply over `--max-reply-bytes`.
+    ReplyTooLarge,
+}
+
 impl IntoResponse for GatewayError {
     fn into_response(self) -> Response {
         let mut response = json_response(self.status(), &self.to_json());
+        let failure = match self {
+            Self::Unavailable(_) => Some(Failure::Unavailable),
+            Self::Timeout => Some(Failure::Timeout),
+            Self::ReplyTooLarge(_) => Some(Failure::ReplyTooLarge),
+            _ => None,
+        };
+        if let Some(failure) = failure {
+            response.extensions_mut().insert(failure);
+        }
         if let Self::PayloadTooLarge(_) = self {
             // The rest of the body is not read, so the connection cannot carry another request:
             // say so, or a client sends its next request on a connection that is closing.

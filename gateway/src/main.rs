@@ -5,6 +5,8 @@ mod commands;
 mod config;
 mod error;
 mod http;
+mod metrics;
+mod tls;
 mod upstream;
 
 use std::sync::Arc;
@@ -13,10 +15,24 @@ use std::time::Duration;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
-use crate::config::{Args, Config};
+use prometheus_client::metrics::gauge::Gauge;
+
+use crate::config::{Args, Config, LogFormat, Target, TokenSet};
 use crate::http::state::App;
 use crate::http::{routes, server};
+use crate::metrics::Metrics;
 use crate::upstream::acl::{self, AclError};
+
+/// Whether only read-only tokens of `set` reach the database of `target`.
+fn readonly_only(set: &TokenSet, target: &Target) -> bool {
+    let Some(index) = set.databases.iter().position(|d| d.target == *target) else {
+        return false;
+    };
+    set.tokens
+        .iter()
+        .filter(|token| token.upstream == index)
+        .all(|token| token.readonly)
+}
 
 /// Checks that every Redis user refuses the denied commands (see `upstream::acl`). A Redis that cannot be
 /// reached now is checked in the background once it can be, and the process exits if the check
@@ -26,12 +42,9 @@ async fn check_redis_users(config: &Config) -> Result<(), String> {
         tracing::info!("--unsafe-allow-admin: the Redis users' ACL rules are not checked");
         return Ok(());
     }
-    for (upstream, target) in config.targets.iter().enumerate() {
-        let readonly = config
-            .tokens
-            .iter()
-            .filter(|token| token.upstream == upstream)
-            .all(|token| token.readonly);
+    for database in &config.tokens.databases {
+        let target = &database.target;
+        let readonly = readonly_only(&config.tokens, target);
         match acl::check(target, &config.denied, readonly, config.timeout).await {
             Ok(()) => {}
             Err(AclError::Refused(message)) => return Err(message),
@@ -59,6 +72,60 @@ async fn check_redis_users(config: &Config) -> Result<(), String> {
     Ok(())
 }
 
+/// Re-reads the tokens file and serves the new table from the next request on. A file that
+/// does not parse, or names a database whose Redis user cannot be checked now (or may run denied
+/// commands), keeps the old table.
+async fn reload_tokens(config: &Config, app: &App) -> Result<usize, String> {
+    let set = config.read_tokens()?;
+    let (table, added) = app.table(&set)?;
+    if !config.unsafe_allow_admin {
+        for db in &added {
+            let readonly = readonly_only(&set, &db.target);
+            acl::check(&db.target, &config.denied, readonly, config.timeout)
+                .await
+                .map_err(|error| match error {
+                    AclError::Refused(message) => message,
+                    AclError::Unreachable(error) => format!(
+                        "cannot check the Redis user of new database {:?}: {error}",
+                        db.name
+                    ),
+                })?;
+        }
+    }
+    let tokens = table.len();
+    app.install(table);
+    Ok(tokens)
+}
+
+/// On every SIGHUP: the tokens file (if any) and the TLS certificate (if any) are read again.
+#[cfg(unix)]
+async fn reload_on_hangup(config: Config, app: Arc<App>, tls: Option<Arc<tls::Certificates>>) {
+    let mut hangup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+        Ok(signal) => signal,
+        Err(error) => {
+            tracing::warn!(%error, "cannot listen for SIGHUP: no reloads");
+            return;
+        }
+    };
+    while hangup.recv().await.is_some() {
+        if config.tokens_file.is_some() {
+            match reload_tokens(&config, &app).await {
+                Ok(tokens) => {
+                    app.metrics.reloaded("tokens", true);
+                    tracing::info!(tokens, "tokens file reloaded");
+                }
+                Err(error) => {
+                    app.metrics.reloaded("tokens", false);
+                    tracing::error!(%error, "tokens file not reloaded; the old tokens stay");
+                }
+            }
+        }
+        if let Some(tls) = &tls {
+            tls.reload(&app.metrics);
+        }
+    }
+}
+
 /// Resolves on SIGTERM or SIGINT.
 async fn shutdown_signal() {
     let interrupt = async {
@@ -82,22 +149,48 @@ async fn shutdown_signal() {
     tracing::info!("shutdown signal received, finishing in-flight requests");
 }
 
+/// Logs to stderr as text or JSON, filtered by `RUST_LOG` (`info` by default).
+fn init_logs(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => logs.init(),
+        LogFormat::Json => logs.json().init(),
+    }
+}
+
+/// Binds a listener, or says why not.
+async fn bind(address: std::net::SocketAddr) -> Result<tokio::net::TcpListener, String> {
+    tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|e| format!("cannot listen on {address}: {e}"))
+}
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    let config = match Config::from_args(Args::parse()) {
+    let args = Args::parse();
+    init_logs(args.log_format);
+    let config = match Config::from_args(args) {
         Ok(config) => config,
         Err(message) => {
             eprintln!("edgelimit-gateway: {message}");
             return std::process::ExitCode::from(2);
         }
     };
-    let app = match App::new(&config) {
+    let tls = match &config.tls {
+        Some(files) => match tls::Certificates::load(files) {
+            Ok(certificates) => Some(Arc::new(certificates)),
+            Err(message) => {
+                eprintln!("edgelimit-gateway: {message}");
+                return std::process::ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
+    let metrics = Arc::new(Metrics::new());
+    let app = match App::new(&config, metrics.clone()) {
         Ok(app) => Arc::new(app),
         Err(message) => {
             eprintln!("edgelimit-gateway: {message}");
@@ -108,24 +201,59 @@ async fn main() -> std::process::ExitCode {
         eprintln!("edgelimit-gateway: {message}");
         return std::process::ExitCode::from(2);
     }
-    let listener = match tokio::net::TcpListener::bind(config.listen).await {
+    let listener = match bind(config.listen).await {
         Ok(listener) => listener,
-        Err(e) => {
-            eprintln!("edgelimit-gateway: cannot listen on {}: {e}", config.listen);
+        Err(message) => {
+            eprintln!("edgelimit-gateway: {message}");
             return std::process::ExitCode::from(1);
         }
     };
+    let metrics_listener = match config.metrics_listen {
+        Some(address) => match bind(address).await {
+            Ok(listener) => Some(listener),
+            Err(message) => {
+                eprintln!("edgelimit-gateway: {message}");
+                return std::process::ExitCode::from(1);
+            }
+        },
+        None => None,
+    };
     tracing::info!(
         listen = %config.listen,
-        databases = config.targets.len(),
-        tokens = config.tokens.len(),
+        https = tls.is_some(),
+        metrics = ?config.metrics_listen,
+        databases = config.tokens.databases.len(),
+        tokens = config.tokens.tokens.len(),
         "edgelimit-gateway listening"
     );
+    #[cfg(unix)]
+    tokio::spawn(reload_on_hangup(config.clone(), app.clone(), tls.clone()));
+    if let Some(tls) = &tls {
+        tokio::spawn(tls.clone().watch_files(metrics.clone()));
+    }
+    let (stop, stopping) = tokio::sync::watch::channel(false);
+    let signalled = |mut stopping: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = stopping.wait_for(|stop| *stop).await;
+    };
+    if let Some(listener) = metrics_listener {
+        let (limits, gauge) = (config.limits, Gauge::default());
+        let service = routes::metrics_service(app.clone());
+        let stopped = signalled(stopping.clone());
+        tokio::spawn(async move {
+            server::serve(listener, service, limits, None, gauge, stopped).await;
+        });
+    }
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = stop.send(true);
+    });
     if server::serve(
         listener,
         routes::service(app),
         config.limits,
-        shutdown_signal(),
+        tls.map(|tls| tls.acceptor()),
+        metrics.connections_open.clone(),
+        signalled(stopping),
     )
     .await
     {

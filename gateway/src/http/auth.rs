@@ -7,45 +7,65 @@ use axum::http::request::Parts;
 use axum::http::{header, HeaderMap};
 use subtle::ConstantTimeEq;
 
+use super::state::Db;
 use crate::config::TokenSpec;
 use crate::error::GatewayError;
 
 /// What a valid token grants. As an extractor it authenticates the request (401 otherwise).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Grant {
-    /// Index of the Redis upstream.
-    pub upstream: usize,
+    /// The database the token reaches.
+    pub db: Arc<Db>,
     /// Only read commands allowed.
     pub readonly: bool,
 }
 
-/// All accepted tokens, stored as SHA-1 digests so that every comparison has the same length.
-/// Cloning shares the table.
-#[derive(Debug, Clone)]
+/// All accepted tokens, stored as SHA-1 digests so that every comparison has the same length,
+/// and the databases they reach. Cloning shares the table; a reload builds a new one.
+#[derive(Debug, Clone, Default)]
 pub struct TokenTable {
     entries: Arc<[([u8; 20], Grant)]>,
+    databases: Arc<[Arc<Db>]>,
 }
 
-fn digest(bytes: &[u8]) -> [u8; 20] {
+/// The SHA-1 of a token, as tables keep it.
+pub fn digest(bytes: &[u8]) -> [u8; 20] {
     sha1_smol::Sha1::from(bytes).digest().bytes()
 }
 
 impl TokenTable {
-    /// Builds the table from the configured tokens.
-    pub fn new(tokens: &[TokenSpec]) -> Self {
+    /// Builds the table from the configured tokens; `databases[t.upstream]` is what token `t`
+    /// reaches.
+    ///
+    /// # Panics
+    /// If a token's `upstream` is not an index of `databases` (config builds them together).
+    pub fn new(tokens: &[TokenSpec], databases: Vec<Arc<Db>>) -> Self {
         let entries = tokens
             .iter()
             .map(|t| {
                 (
                     digest(t.token.as_bytes()),
                     Grant {
-                        upstream: t.upstream,
+                        db: databases[t.upstream].clone(),
                         readonly: t.readonly,
                     },
                 )
             })
             .collect();
-        Self { entries }
+        Self {
+            entries,
+            databases: databases.into(),
+        }
+    }
+
+    /// How many tokens the table accepts.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The databases the tokens reach.
+    pub fn databases(&self) -> &[Arc<Db>] {
+        &self.databases
     }
 
     /// Finds the grant of a presented token. Compares against every entry without
@@ -55,10 +75,10 @@ impl TokenTable {
         let mut found = None;
         for (stored, grant) in self.entries.iter() {
             if bool::from(stored.ct_eq(&presented)) {
-                found = Some(*grant);
+                found = Some(grant);
             }
         }
-        found
+        found.cloned()
     }
 
     /// Authenticates a request from its headers and query string.
@@ -77,10 +97,35 @@ where
     type Rejection = GatewayError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, GatewayError> {
-        TokenTable::from_ref(state)
+        let grant = TokenTable::from_ref(state)
             .authenticate(&parts.headers, parts.uri.query())
-            .ok_or(GatewayError::Unauthorized)
+            .ok_or(GatewayError::Unauthorized)?;
+        if let Some(reached) = parts.extensions.get::<Reached>() {
+            reached.set(&grant.db);
+        }
+        Ok(grant)
     }
+}
+
+/// Which database a request reached, once its token was accepted: put in the request by the
+/// metrics layer, filled by [`Grant`], read back by the layer when the reply is out.
+#[derive(Debug, Clone, Default)]
+pub struct Reached(Arc<std::sync::OnceLock<Arc<Db>>>);
+
+impl Reached {
+    fn set(&self, db: &Arc<Db>) {
+        let _ = self.0.set(db.clone());
+    }
+
+    /// The database, if a token was accepted.
+    pub fn db(&self) -> Option<&Arc<Db>> {
+        self.0.get()
+    }
+}
+
+/// Whether `headers` carry `Authorization: Bearer <token>` for this digest (constant time).
+pub fn bearer_is(headers: &HeaderMap, expected: &[u8; 20]) -> bool {
+    bearer(headers).is_some_and(|token| bool::from(digest(&token).ct_eq(expected)))
 }
 
 /// The token of an `Authorization: Bearer <token>` header (scheme in any case).
@@ -109,18 +154,22 @@ mod tests {
     use super::*;
 
     fn table() -> TokenTable {
-        TokenTable::new(&[
-            TokenSpec {
-                token: "secret".into(),
-                upstream: 0,
-                readonly: false,
-            },
-            TokenSpec {
-                token: "reader".into(),
-                upstream: 1,
-                readonly: true,
-            },
-        ])
+        let db = |name: &str| Db::unconnected(name);
+        TokenTable::new(
+            &[
+                TokenSpec {
+                    token: "secret".into(),
+                    upstream: 0,
+                    readonly: false,
+                },
+                TokenSpec {
+                    token: "reader".into(),
+                    upstream: 1,
+                    readonly: true,
+                },
+            ],
+            vec![db("zero"), db("one")],
+        )
     }
 
     #[test]
@@ -128,11 +177,14 @@ mod tests {
         let t = table();
         let mut h = HeaderMap::new();
         h.insert("AUTHORIZATION", "bearer secret".parse().unwrap());
-        assert_eq!(t.authenticate(&h, None).map(|g| g.upstream), Some(0));
+        assert_eq!(
+            t.authenticate(&h, None).map(|g| g.db.name.to_string()),
+            Some("zero".to_owned())
+        );
         let empty = HeaderMap::new();
         let g = t.authenticate(&empty, Some("a=1&_token=reader")).unwrap();
         assert!(g.readonly);
-        assert_eq!(g.upstream, 1);
+        assert_eq!(*g.db.name, "one");
     }
 
     #[test]

@@ -18,15 +18,16 @@ use crate::commands::command::Command;
 use crate::commands::policy;
 use crate::commands::scripts::ReplyFix;
 use crate::error::{error_text, json_response, GatewayError};
+use crate::metrics::DbLabels;
 use crate::upstream::Upstream;
 
 /// One authenticated request bound to its upstream, as every command route takes it.
 ///
 /// As an extractor it runs, in this order, [`Grant`] (401 before the body is read),
-/// [`Base64`] and [`Payload`] (413 or 400), then finds the token's upstream (503).
+/// [`Base64`] and [`Payload`] (413 or 400).
 pub struct Call {
     app: Arc<App>,
-    /// Its `upstream` indexes `app.upstreams`: checked when the call was extracted.
+    /// The token's database, held until the reply even if a reload removes the token.
     grant: Grant,
     base64: bool,
     /// The request body.
@@ -41,11 +42,6 @@ impl FromRequest<Arc<App>> for Call {
         let grant = Grant::from_request_parts(&mut parts, app).await?;
         let Ok(Base64(base64)) = Base64::from_request_parts(&mut parts, app).await;
         let Payload(body) = Payload::from_request(Request::from_parts(parts, body), app).await?;
-        if grant.upstream >= app.upstreams.len() {
-            return Err(GatewayError::Unavailable(
-                "no backend for this token".to_owned(),
-            ));
-        }
         Ok(Self {
             app: app.clone(),
             grant,
@@ -64,7 +60,22 @@ enum Slot {
 impl Call {
     /// The upstream the token reaches.
     fn upstream(&self) -> &Upstream {
-        &self.app.upstreams[self.grant.upstream]
+        &self.grant.db.upstream
+    }
+
+    /// `SCRIPT KILL` or `FUNCTION KILL`; one that stopped a script is counted.
+    async fn kill(&self, command: &Command) -> Result<Value, GatewayError> {
+        let reply = self.upstream().kill(command).await?;
+        if matches!(reply, Value::Okay) {
+            self.app
+                .metrics
+                .scripts_killed
+                .get_or_create(&DbLabels {
+                    database: self.grant.db.name.clone(),
+                })
+                .inc();
+        }
+        Ok(reply)
     }
 
     /// Refuses a pipeline or transaction of more than `--max-pipeline-commands` commands.
@@ -91,7 +102,7 @@ impl Call {
     pub async fn single(&self, mut command: Command) -> Result<Response, GatewayError> {
         let fix = self.prepare(&mut command)?;
         let reply = if policy::is_kill(&command) {
-            self.upstream().kill(&command).await?
+            self.kill(&command).await?
         } else {
             self.upstream()
                 .pipeline(std::slice::from_ref(&command))
@@ -118,12 +129,10 @@ impl Call {
         for mut command in commands {
             slots.push(match self.prepare(&mut command) {
                 Err(error) => Slot::Done(error.to_json()),
-                Ok(_) if policy::is_kill(&command) => {
-                    Slot::Done(match self.upstream().kill(&command).await {
-                        Ok(value) => result_item(&value, self.base64),
-                        Err(error) => error.to_json(),
-                    })
-                }
+                Ok(_) if policy::is_kill(&command) => Slot::Done(match self.kill(&command).await {
+                    Ok(value) => result_item(&value, self.base64),
+                    Err(error) => error.to_json(),
+                }),
                 Ok(fix) => {
                     to_send.push(command);
                     Slot::Shared(fix)

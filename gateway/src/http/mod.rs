@@ -1,4 +1,4 @@
-//! The Upstash REST protocol over HTTP/1.1: the accept loop, the routes, their extractors and the
+//! The Upstash REST protocol over HTTP/1.1 (and HTTP/2 over TLS): the accept loop, the routes, their extractors and the
 //! state they share.
 
 pub mod auth;

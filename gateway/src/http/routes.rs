@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{HeaderName, HeaderValue, Method, StatusCode, Uri};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::json;
@@ -15,11 +15,12 @@ use tower::util::MapRequest;
 use tower::ServiceExt;
 use tower_http::cors::{Any, CorsLayer};
 
-use super::auth::Grant;
+use super::auth::{bearer_is, Grant, Reached};
 use super::call::Call;
 use super::state::App;
 use crate::commands::command;
-use crate::error::{json_response, GatewayError};
+use crate::error::{json_response, Failure, GatewayError};
+use crate::metrics::{self, LatencyLabels, RequestLabels};
 
 /// Name of the read-your-writes header the Upstash clients send and read back.
 pub const SYNC_TOKEN: &str = "upstash-sync-token";
@@ -69,6 +70,10 @@ fn router(app: Arc<App>) -> Router {
         )
         .route("/healthz", get(healthz).post(path_form).put(path_form))
         .route("/readyz", get(readyz).post(path_form).put(path_form))
+        .route(
+            "/metrics",
+            get(metrics_with_token).post(path_form).put(path_form),
+        )
         .route("/{*command}", get(path_form).post(path_form).put(path_form))
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(app.max_body_bytes))
@@ -87,24 +92,88 @@ fn cors() -> CorsLayer {
         .max_age(Duration::from_secs(86_400))
 }
 
-/// Adds the `upstash-sync-token` header to every reply; logs one line per request at debug level.
-async fn stamp(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+/// Adds the `upstash-sync-token` header to every reply; counts every request by route, status and
+/// database, its latency and what it failed on; logs one line per request at debug level. A 200 of a
+/// database is counted on counters resolved when the database was set up; other replies find theirs
+/// by their labels.
+async fn stamp(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = request.method().clone();
-    let path = request.uri().path().to_owned();
+    let route = metrics::route_of(request.uri().path());
+    let reached = Reached::default();
+    request.extensions_mut().insert(reached.clone());
     let mut response = next.run(request).await;
     let sync = app.sync_counter.fetch_add(1, Ordering::Relaxed) + 1;
     if let Ok(value) = HeaderValue::from_str(&sync.to_string()) {
         response.headers_mut().insert(SYNC_TOKEN, value);
     }
+    let seconds = started.elapsed().as_secs_f64();
+    let status = response.status().as_u16();
+    let db = reached.db();
     tracing::debug!(
-        %method,
-        path = %path,
-        status = response.status().as_u16(),
-        micros = started.elapsed().as_micros() as u64,
+        route = metrics::ROUTES[route],
+        database = db.map_or("", |db| db.name.as_str()),
+        status,
+        seconds,
         "request"
     );
+    if status == 200 && db.is_some_and(|db| db.answered.count(route, seconds)) {
+        return response;
+    }
+    let database = db.map(|db| db.name.clone()).unwrap_or_default();
+    let metrics = &app.metrics;
+    let route = metrics::ROUTES[route];
+    metrics
+        .requests
+        .get_or_create(&RequestLabels {
+            route,
+            status,
+            database: database.clone(),
+        })
+        .inc();
+    metrics
+        .latency
+        .get_or_create(&LatencyLabels {
+            route,
+            database: database.clone(),
+        })
+        .observe(seconds);
+    if let (false, Some(failure)) = (database.is_empty(), response.extensions().get::<Failure>()) {
+        metrics.failed(&database, *failure);
+    }
     response
+}
+
+/// `GET /metrics` on the main listener: with `--metrics-token` only, and only to that token.
+async fn metrics_with_token(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+) -> Result<Response, GatewayError> {
+    match &app.metrics_token {
+        Some(expected) if bearer_is(&headers, expected) => Ok(metrics_text(&app)),
+        _ => Err(GatewayError::Unauthorized),
+    }
+}
+
+/// The metrics in the text format.
+pub fn metrics_text(app: &App) -> Response {
+    let mut response = app.metrics.encode().into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(metrics::CONTENT_TYPE),
+    );
+    response
+}
+
+/// The router of `--metrics-listen`: `GET /metrics` without a token, nothing else.
+pub fn metrics_service(app: Arc<App>) -> GatewayService {
+    let router = Router::new()
+        .route(
+            "/metrics",
+            get(|State(app): State<Arc<App>>| async move { metrics_text(&app) }),
+        )
+        .fallback(|| async { GatewayError::NotFound })
+        .with_state(app);
+    router.map_request(std::convert::identity as fn(Request) -> Request)
 }
 
 /// `GET /healthz`: answers without a token and without Redis (liveness: the process serves HTTP).
@@ -115,8 +184,8 @@ async fn healthz() -> Response {
 /// `GET /readyz`: answers without a token, 200 once every Redis answers PING in time, 503 while
 /// one is unreachable or busy (a load balancer then sends traffic elsewhere).
 async fn readyz(State(app): State<Arc<App>>) -> Result<Response, GatewayError> {
-    for upstream in &app.upstreams {
-        upstream.ready().await?;
+    for db in app.tokens().databases() {
+        db.upstream.ready().await?;
     }
     Ok(json_response(StatusCode::OK, &json!({ "result": "OK" })))
 }

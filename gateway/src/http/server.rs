@@ -1,11 +1,11 @@
-//! The HTTP/1.1 accept loop: a cap on open connections, a header-read and an idle timeout per
+//! The accept loop, HTTP/1.1 (and HTTP/2 over TLS, when the client asks for it by ALPN): a cap on open connections, a header-read and an idle timeout per
 //! connection, a lingering close, and a graceful shutdown with a deadline. (`axum::serve` has none
 //! of these.)
 
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -13,10 +13,12 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::extract::Request;
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
 use super::routes::GatewayService;
@@ -39,6 +41,8 @@ struct Activity {
     last_byte: AtomicU64,
     head_started: AtomicU64,
     in_flight: AtomicUsize,
+    /// HTTP/2: frames come and go between requests (settings, pings), so no byte starts a head.
+    multiplexed: AtomicBool,
 }
 
 impl Activity {
@@ -48,6 +52,7 @@ impl Activity {
             last_byte: AtomicU64::new(0),
             head_started: AtomicU64::new(NONE),
             in_flight: AtomicUsize::new(0),
+            multiplexed: AtomicBool::new(false),
         }
     }
 
@@ -58,7 +63,8 @@ impl Activity {
     fn read(&self) {
         let now = self.now();
         self.last_byte.store(now, Ordering::Relaxed);
-        if self.in_flight.load(Ordering::Relaxed) == 0 {
+        if self.in_flight.load(Ordering::Relaxed) == 0 && !self.multiplexed.load(Ordering::Relaxed)
+        {
             let _ =
                 self.head_started
                     .compare_exchange(NONE, now, Ordering::Relaxed, Ordering::Relaxed);
@@ -146,12 +152,26 @@ impl AsyncWrite for Tracked {
     }
 }
 
+/// An open connection's place under `--max-connections`, and its count in the metrics.
+struct Slot {
+    _permit: OwnedSemaphorePermit,
+    connections: Gauge,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.connections.dec();
+    }
+}
+
 /// Serves `service` on `listener` until `signal` resolves, then lets in-flight requests finish
 /// for at most `limits.shutdown_grace`. Returns whether every connection finished in time.
 pub async fn serve(
     listener: TcpListener,
     service: GatewayService,
     limits: Limits,
+    tls: Option<TlsAcceptor>,
+    connections: Gauge,
     signal: impl Future<Output = ()>,
 ) -> bool {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
@@ -179,12 +199,18 @@ pub async fn serve(
         };
         // Replies are written in one piece; do not let Nagle hold them back.
         let _ = stream.set_nodelay(true);
+        connections.inc();
+        let slot = Slot {
+            _permit: permit,
+            connections: connections.clone(),
+        };
         tokio::spawn(connection(
             stream,
+            tls.clone(),
             service.clone(),
             limits,
             stopped.clone(),
-            permit,
+            slot,
         ));
     }
     drop(listener);
@@ -202,20 +228,110 @@ pub async fn serve(
     finished
 }
 
-/// One connection, closed when it expires (see [`Limits`]) or, after the shutdown signal, once
-/// its request in flight is answered.
+/// One connection, over TLS if `tls`: the handshake must end within `--header-read-timeout-ms`
+/// as a request head must.
 async fn connection(
     stream: TcpStream,
+    tls: Option<TlsAcceptor>,
     service: GatewayService,
     limits: Limits,
     mut stopped: watch::Receiver<bool>,
-    _permit: OwnedSemaphorePermit,
+    _slot: Slot,
 ) {
     let activity = Arc::new(Activity::new());
-    let io = TokioIo::new(Tracked {
+    let tracked = Tracked {
         stream,
         activity: activity.clone(),
+    };
+    let Some(acceptor) = tls else {
+        return http1(tracked, activity, service, limits, stopped).await;
+    };
+    let handshake = tokio::time::timeout(limits.header_read, acceptor.accept(tracked));
+    let stream = tokio::select! {
+        result = handshake => match result {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(error)) => {
+                tracing::debug!(%error, "TLS handshake failed");
+                return;
+            }
+            Err(_) => {
+                tracing::debug!("TLS handshake not complete in time");
+                return;
+            }
+        },
+        _ = stopped.changed() => return,
+    };
+    if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
+        activity.multiplexed.store(true, Ordering::Relaxed);
+        activity.head_started.store(NONE, Ordering::Relaxed);
+        return http2(stream, activity, service, limits, stopped).await;
+    }
+    http1(stream, activity, service, limits, stopped).await;
+}
+
+/// HTTP/2 (chosen by the client over ALPN) on one connection: closed when idle (see [`Limits`]),
+/// or, after the shutdown signal, with a GOAWAY once its requests in flight are answered.
+async fn http2<S>(
+    stream: S,
+    activity: Arc<Activity>,
+    service: GatewayService,
+    limits: Limits,
+    mut stopped: watch::Receiver<bool>,
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let on_request = activity.clone();
+    let hyper_service = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let guard = on_request.begin();
+        let service = service.clone();
+        async move {
+            let response = service.oneshot(request.map(Body::new)).await;
+            drop(guard);
+            response
+        }
     });
+    let conn = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+        .timer(TokioTimer::new())
+        .serve_connection(TokioIo::new(stream), hyper_service);
+    tokio::pin!(conn);
+    let mut watchdog = tokio::time::interval(
+        (limits.idle / 4).clamp(Duration::from_millis(5), Duration::from_secs(1)),
+    );
+    let mut shutting_down = false;
+    loop {
+        tokio::select! {
+            result = conn.as_mut() => {
+                if let Err(error) = result {
+                    tracing::debug!(%error, "HTTP/2 connection ended with an error");
+                }
+                return;
+            }
+            _ = watchdog.tick(), if !shutting_down => {
+                if let Some(reason) = activity.expired(&limits) {
+                    tracing::debug!(reason, "closing HTTP/2 connection");
+                    return;
+                }
+            }
+            _ = stopped.changed(), if !shutting_down => {
+                shutting_down = true;
+                conn.as_mut().graceful_shutdown();
+            }
+        }
+    }
+}
+
+/// HTTP/1.1 on one connection, closed when it expires (see [`Limits`]) or, after the shutdown
+/// signal, once its request in flight is answered.
+async fn http1<S>(
+    stream: S,
+    activity: Arc<Activity>,
+    service: GatewayService,
+    limits: Limits,
+    mut stopped: watch::Receiver<bool>,
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let io = TokioIo::new(stream);
     let on_request = activity.clone();
     let hyper_service = hyper::service::service_fn(move |request: Request<Incoming>| {
         let guard = on_request.begin();
@@ -266,7 +382,7 @@ async fn connection(
 
 /// Closes a connection politely: sends FIN after the replies, then reads and discards what the
 /// client still sends (at most `LINGER_BYTES`, for at most `LINGER_TIME`) until it closes too.
-async fn linger(mut stream: Tracked) {
+async fn linger(mut stream: impl AsyncRead + AsyncWrite + Unpin) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     if stream.shutdown().await.is_err() {
         return;

@@ -26,6 +26,7 @@ use super::pool::{
 use super::reply_bound::{Bounded, TOO_LARGE};
 use crate::commands::command::Command;
 use crate::error::{error_text, GatewayError};
+use crate::metrics::ConnectCounters;
 
 /// Most commands of one `/pipeline` waiting for their replies at once. Each reply is bounded on
 /// the socket by itself, so this also bounds what one request holds before the sum is checked.
@@ -120,6 +121,8 @@ pub struct Cluster {
     connecting: tokio::sync::Mutex<()>,
     timeout: Duration,
     max_reply_bytes: usize,
+    /// Attempts to open the cluster connection, for the metrics.
+    connects: ConnectCounters,
 }
 
 /// A server's error reply as a value; any other failure as the gateway's error.
@@ -137,7 +140,12 @@ fn is_code(value: &Value, code: &str) -> bool {
 impl Cluster {
     /// Prepares the client; nothing is opened until the first request, so the gateway starts
     /// (and keeps running) while the cluster is down.
-    pub fn new(urls: &[String], timeout: Duration, max_reply_bytes: usize) -> Result<Self, String> {
+    pub fn new(
+        urls: &[String],
+        timeout: Duration,
+        max_reply_bytes: usize,
+        connects: ConnectCounters,
+    ) -> Result<Self, String> {
         let invalid = |e: RedisError| format!("invalid Redis Cluster URLs {urls:?}: {e}");
         let seeds = urls
             .iter()
@@ -157,6 +165,7 @@ impl Cluster {
             connecting: tokio::sync::Mutex::new(()),
             timeout,
             max_reply_bytes,
+            connects,
         })
     }
 
@@ -178,8 +187,10 @@ impl Cluster {
             .await
             .map_err(|_| {
                 GatewayError::Unavailable("connecting to the cluster timed out".to_owned())
-            })?
-            .map_err(|e| GatewayError::Unavailable(e.to_string()))?;
+            })
+            .and_then(|opened| opened.map_err(|e| GatewayError::Unavailable(e.to_string())));
+        self.connects.count(&conn);
+        let conn = conn?;
         if let Ok(mut current) = self.conn.lock() {
             *current = Some(conn.clone());
         }

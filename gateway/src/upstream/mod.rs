@@ -15,6 +15,7 @@ use self::pool::Server;
 use crate::commands::command::Command;
 use crate::config::Target;
 use crate::error::GatewayError;
+use crate::metrics::ConnectCounters;
 
 /// One database behind the gateway.
 pub enum Upstream {
@@ -31,12 +32,19 @@ impl Upstream {
         timeout: Duration,
         dedicated: usize,
         max_reply_bytes: usize,
+        connects: ConnectCounters,
     ) -> Result<Self, String> {
         Ok(match target {
-            Target::Server(url) => {
-                Self::Server(Server::new(url, timeout, dedicated, max_reply_bytes)?)
+            Target::Server(url) => Self::Server(Server::new(
+                url,
+                timeout,
+                dedicated,
+                max_reply_bytes,
+                connects,
+            )?),
+            Target::Cluster(urls) => {
+                Self::Cluster(Cluster::new(urls, timeout, max_reply_bytes, connects)?)
             }
-            Target::Cluster(urls) => Self::Cluster(Cluster::new(urls, timeout, max_reply_bytes)?),
         })
     }
 

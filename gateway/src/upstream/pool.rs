@@ -21,6 +21,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::reply_bound::{Bounded, TOO_LARGE};
 use crate::commands::command::Command;
 use crate::error::{error_text, GatewayError};
+use crate::metrics::ConnectCounters;
 
 /// How long `SCRIPT KILL` may take: Redis reads other clients only once a script has run for
 /// `busy-reply-threshold` (5 s by default), so the kill waits at least that long.
@@ -47,6 +48,8 @@ pub struct Server {
     slots: Arc<Semaphore>,
     timeout: Duration,
     max_reply_bytes: usize,
+    /// Connection attempts, for the metrics.
+    connects: ConnectCounters,
 }
 
 /// The command as the `redis` crate sends it.
@@ -111,6 +114,7 @@ impl Server {
         timeout: Duration,
         dedicated: usize,
         max_reply_bytes: usize,
+        connects: ConnectCounters,
     ) -> Result<Self, String> {
         let client = Client::open(url).map_err(|e| format!("invalid Redis URL {url:?}: {e}"))?;
         let kill_client = kill_client(client.get_connection_info().clone())
@@ -125,12 +129,20 @@ impl Server {
             slots: Arc::new(Semaphore::new(dedicated)),
             timeout,
             max_reply_bytes,
+            connects,
         })
+    }
+
+    /// Opens a connection (see [`Server::connect`]) and counts the attempt.
+    async fn open(&self) -> Result<Conn, GatewayError> {
+        let result = self.connect().await;
+        self.connects.count(&result);
+        result
     }
 
     /// Opens a connection with a [`Bounded`] socket; for TCP, keeps a second handle on the
     /// socket to peek at.
-    async fn open(&self) -> Result<Conn, GatewayError> {
+    async fn connect(&self) -> Result<Conn, GatewayError> {
         let connect_timeout = self.timeout.min(CONNECT_TIMEOUT);
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(connect_timeout))
