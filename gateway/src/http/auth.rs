@@ -7,7 +7,7 @@ use axum::http::request::Parts;
 use axum::http::{header, HeaderMap};
 use subtle::ConstantTimeEq;
 
-use super::state::Db;
+use super::db::Db;
 use crate::config::TokenSpec;
 use crate::error::GatewayError;
 

@@ -3,6 +3,7 @@
 
 pub mod auth;
 mod call;
+pub mod db;
 mod encoding;
 mod extractors;
 pub mod routes;

@@ -8,45 +8,13 @@ use std::time::Duration;
 use axum::extract::FromRef;
 
 use super::auth::{digest, TokenTable};
+use super::db::Db;
 use crate::commands::known_scripts::KnownScripts;
 use crate::commands::policy::Policy;
 use crate::commands::scripts::ScriptMap;
-use crate::config::{Config, Target, TokenSet};
-use crate::metrics::{Answered, DbName, Metrics};
+use crate::config::{Config, TokenSet};
+use crate::metrics::{DbName, Metrics};
 use crate::upstream::Upstream;
-
-/// One database behind the gateway, as tokens reach it.
-pub struct Db {
-    /// Its name in metrics and logs (never a token).
-    pub name: DbName,
-    /// What it connects to.
-    pub target: Target,
-    /// Its connections.
-    pub upstream: Upstream,
-    /// Its requests answered 200, per route.
-    pub answered: Answered,
-}
-
-impl std::fmt::Debug for Db {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Db").field("name", &self.name).finish()
-    }
-}
-
-#[cfg(test)]
-impl Db {
-    /// A database that is never connected to, for tests of the token table.
-    pub fn unconnected(name: &str) -> Arc<Self> {
-        let target = Target::Server("redis://127.0.0.1:1".to_owned());
-        Arc::new(Self {
-            name: Arc::new(name.to_owned()),
-            upstream: Upstream::new(&target, Duration::from_secs(1), 1, 1024, Default::default())
-                .expect("upstream"),
-            target,
-            answered: Answered::default(),
-        })
-    }
-}
 
 /// Everything a request handler needs.
 pub struct App {
