@@ -53,19 +53,6 @@ fn hangup(pid: u32) {
     assert!(status.success(), "kill -HUP {pid}");
 }
 
-/// POSTs `body` to `path` with `token`.
-async fn post_as(client: &Http, gw: &Gateway, token: &str, path: &str, body: &str) -> Reply {
-    let auth = format!("Bearer {token}");
-    send(
-        client,
-        "POST",
-        &format!("{}{path}", gw.url()),
-        &[("authorization", &auth)],
-        body.to_owned(),
-    )
-    .await
-}
-
 /// Polls until `token` gets `want` on `["PING"]`; panics after 5 s.
 async fn wait_status(client: &Http, gw: &Gateway, token: &str, want: u16) {
     let deadline = Instant::now() + Duration::from_secs(5);

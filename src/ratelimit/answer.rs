@@ -105,3 +105,14 @@ impl Response {
         }
     }
 }
+
+/// `first` then `then`, as one piece of work.
+pub(crate) fn both(first: Option<Pending>, then: Option<Pending>) -> Option<Pending> {
+    match (first, then) {
+        (Some(first), Some(then)) => Some(Box::pin(async move {
+            first.await;
+            then.await;
+        })),
+        (first, then) => first.or(then),
+    }
+}

@@ -16,6 +16,7 @@ mod local_counts;
 mod protection;
 mod settings;
 
+use answer::both;
 pub use answer::{FailMode, Pending, Reason, Remaining, Response};
 pub use ephemeral_cache::{EphemeralCache, DEFAULT_CACHE_BYTES};
 pub use headers::{rate_limit_headers, HeaderOptions, HeaderStyle};
@@ -530,17 +531,6 @@ impl Ratelimit {
 fn leases_with(other: &str) -> Error {
     Error::Unsupported {
         what: format!("leases with {other}"),
-    }
-}
-
-/// `first` then `then`, as one piece of work.
-fn both(first: Option<Pending>, then: Option<Pending>) -> Option<Pending> {
-    match (first, then) {
-        (Some(first), Some(then)) => Some(Box::pin(async move {
-            first.await;
-            then.await;
-        })),
-        (first, then) => first.or(then),
     }
 }
 

@@ -10,6 +10,7 @@ import { Analytics } from "@upstash/core-analytics";
 import * as peerRatelimit from "@upstash/ratelimit";
 import * as peerRedis from "@upstash/redis";
 import { Ratelimit, Redis } from "./edgelimit.mjs";
+import { countingFetch } from "./counting_fetch.mjs";
 
 const url = process.env.EDGELIMIT_TEST_URL;
 const token = process.env.EDGELIMIT_TEST_TOKEN;
@@ -34,16 +35,6 @@ async function events(prefix) {
     for (let i = 0; i < found.length; i += 2) counts[found[i]] = (counts[found[i]] ?? 0) + Number(found[i + 1]);
   }
   return counts;
-}
-
-/** A `fetch` that counts the requests it forwards to the global one. */
-function countingFetch() {
-  const counter = { requests: 0 };
-  counter.fetch = (target, init) => {
-    counter.requests++;
-    return fetch(target, init);
-  };
-  return counter;
 }
 
 test("core-analytics' reader reports exactly the decisions edgelimit made, each written with its decision", { skip }, async () => {

@@ -13,6 +13,7 @@ import { Analytics } from "@upstash/core-analytics";
 import * as peerRedis from "@upstash/redis";
 import { MultiRegionRatelimit, Ratelimit, Redis } from "./edgelimit.mjs";
 import { startCluster } from "./cluster.mjs";
+import { countingFetch } from "./counting_fetch.mjs";
 
 const noGateway = !process.env.EDGELIMIT_GATEWAY_BIN && "EDGELIMIT_GATEWAY_BIN is not set (run under scripts/with_gateway.sh)";
 
@@ -61,17 +62,6 @@ test("a bad `keys` throws, naming the option and the value", () => {
   new Ratelimit({ limiter, keys: "upstash" });
   new Ratelimit({ limiter, keys: "cluster" });
 });
-
-/** A `fetch` that counts the requests it forwards to the global one. */
-function countingFetch() {
-  const counter = { requests: 0, bodies: [] };
-  counter.fetch = (target, init) => {
-    counter.requests++;
-    counter.bodies.push(String(init?.body));
-    return fetch(target, init);
-  };
-  return counter;
-}
 
 /** Waits for the next hour when less than `spanMs` is left of this one, so that a test shorter than that writes its events in one hourly bucket. */
 async function inOneHourFor(spanMs) {

@@ -6,6 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Ratelimit, Redis } from "./edgelimit.mjs";
+import { countingFetch } from "./counting_fetch.mjs";
 
 const url = process.env.EDGELIMIT_TEST_URL;
 const token = process.env.EDGELIMIT_TEST_TOKEN;
@@ -19,16 +20,6 @@ const limiters = () => ({
   tokenBucket: Ratelimit.tokenBucket(1, "1 h", LIMIT),
   gcra: Ratelimit.gcra(LIMIT, "1 h"),
 });
-
-/** A `fetch` that counts the requests it forwards to the global one. */
-function countingFetch() {
-  const counter = { requests: 0 };
-  counter.fetch = (target, init) => {
-    counter.requests++;
-    return fetch(target, init);
-  };
-  return counter;
-}
 
 test("separate leasing instances on one identifier never admit past the limit", { skip }, async () => {
   for (const [name, limiter] of Object.entries(limiters())) {

@@ -7,6 +7,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Ratelimit, Redis } from "./edgelimit.mjs";
+import { countingFetch } from "./counting_fetch.mjs";
 
 const URL_ = process.env.EDGELIMIT_TEST_URL;
 const TOKEN = process.env.EDGELIMIT_TEST_TOKEN;
@@ -15,16 +16,6 @@ const noGateway = !URL_ && "EDGELIMIT_TEST_URL is not set (run under scripts/wit
 
 /** A fresh prefix per test, so tests never share keys. */
 const prefix = () => `edgelimit-js-${Date.now()}-${Math.random().toString(36).slice(2)}`;
-
-/** A `fetch` that counts the requests it forwards to the global one. */
-function countingFetch() {
-  const counter = { requests: 0 };
-  counter.fetch = (url, init) => {
-    counter.requests += 1;
-    return fetch(url, init);
-  };
-  return counter;
-}
 
 async function assertPending(response) {
   assert.ok(response.pending instanceof Promise, "pending is a real Promise");

@@ -10,6 +10,7 @@ import { createServer } from "node:http";
 import * as peerRatelimit from "@upstash/ratelimit";
 import * as peerRedis from "@upstash/redis";
 import { Ratelimit, Redis } from "./edgelimit.mjs";
+import { countingFetch } from "./counting_fetch.mjs";
 
 const url = process.env.EDGELIMIT_TEST_URL;
 const token = process.env.EDGELIMIT_TEST_TOKEN;
@@ -19,17 +20,6 @@ const skip = !url && "EDGELIMIT_TEST_URL is not set (run under scripts/with_gate
 // values of its own.
 const run = `protect-${Date.now()}-${Math.random().toString(36).slice(2)}`;
 const redis = url && new peerRedis.Redis({ url, token, enableTelemetry: false });
-
-/** A `fetch` that counts the requests it forwards to the global one. */
-function countingFetch() {
-  const counter = { requests: 0, urls: [] };
-  counter.fetch = (target, init) => {
-    counter.requests++;
-    counter.urls.push(String(target));
-    return fetch(target, init);
-  };
-  return counter;
-}
 
 /** The fields of an answer that say what was decided (`pending` checked and left out). */
 function decided(response) {

@@ -111,7 +111,13 @@ pub fn spawn_post(
 /// POSTs with the read-write token.
 #[allow(dead_code)] // operations.rs starts its gateways with tokens of its own
 pub async fn post(client: &Http, gw: &Gateway, path: &str, body: &str) -> Reply {
-    let auth = format!("Bearer {TOKEN}");
+    post_as(client, gw, TOKEN, path, body).await
+}
+
+/// POSTs `body` to `path` with `token`.
+#[allow(dead_code)] // each test binary uses a different part
+pub async fn post_as(client: &Http, gw: &Gateway, token: &str, path: &str, body: &str) -> Reply {
+    let auth = format!("Bearer {token}");
     send(
         client,
         "POST",

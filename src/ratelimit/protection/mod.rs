@@ -17,6 +17,7 @@ pub mod analytics;
 mod beside;
 pub mod deny_list;
 
+use super::answer::both;
 use super::{Pending, Ratelimit, Reason, Response};
 use crate::backend::{protected, Events, Guard, Guarded};
 use crate::error::{Error, Result};
@@ -230,7 +231,7 @@ impl Ratelimit {
             self.settings.prefix(),
             self.settings.clock.now_micros() / 1_000,
         );
-        answer.pending = join(answer.pending.take(), Some(self.record(key, member)));
+        answer.pending = both(answer.pending.take(), Some(self.record(key, member)));
     }
 
     /// The work adding `member` to the events `key`. An event that cannot be written is told to the
@@ -286,7 +287,7 @@ impl Ratelimit {
             return Ok(answer(denied_response(), Some(values[index].clone()), None));
         }
         if let Some((response, write)) = self.local_answer(&key, cost, now_micros) {
-            let pending = join(write, event(response.success));
+            let pending = both(write, event(response.success));
             return Ok(answer(response, None, pending));
         }
         if let Some(block) = self.cached_block(&key, rate, now_ms) {
@@ -346,16 +347,5 @@ impl Ratelimit {
                 Ok(answer(response, None, pending))
             }
         }
-    }
-}
-
-/// Both pieces of work, one after the other.
-fn join(first: Option<Pending>, second: Option<Pending>) -> Option<Pending> {
-    match (first, second) {
-        (Some(first), Some(second)) => Some(Box::pin(async move {
-            first.await;
-            second.await;
-        })),
-        (first, second) => first.or(second),
     }
 }
