@@ -4,4 +4,5 @@ import { initSync } from "./edgelimit.js";
 
 initSync({ module: readFileSync(new URL("./edgelimit_bg.wasm", import.meta.url)) });
 
-export { MultiRegionRatelimit, Ratelimit, Redis, rateLimitHeaders } from "./edgelimit.js";
+export { MultiRegionRatelimit, Redis, rateLimitHeaders } from "./edgelimit.js";
+export { Ratelimit } from "./ratelimit.js";

@@ -3,4 +3,5 @@ import init from "./edgelimit.js";
 
 await init({ module_or_path: new URL("./edgelimit_bg.wasm", import.meta.url) });
 
-export { MultiRegionRatelimit, Ratelimit, Redis, rateLimitHeaders } from "./edgelimit.js";
+export { MultiRegionRatelimit, Redis, rateLimitHeaders } from "./edgelimit.js";
+export { Ratelimit } from "./ratelimit.js";

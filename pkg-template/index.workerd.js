@@ -5,4 +5,5 @@ import { initSync } from "./edgelimit.js";
 
 initSync({ module: wasm });
 
-export { MultiRegionRatelimit, Ratelimit, Redis, rateLimitHeaders } from "./edgelimit.js";
+export { MultiRegionRatelimit, Redis, rateLimitHeaders } from "./edgelimit.js";
+export { Ratelimit } from "./ratelimit.js";

@@ -41,6 +41,13 @@ impl KeyLayout {
     /// tag would be empty is an error.
     pub fn key(self, prefix: &str, identifier: &str) -> Result<String> {
         let mut key = String::with_capacity(prefix.len() + 3 + identifier.len());
+        self.write_key(prefix, identifier, &mut key)?;
+        Ok(key)
+    }
+
+    /// [`KeyLayout::key`] written into `key`, replacing what it held (its allocation is reused).
+    pub fn write_key(self, prefix: &str, identifier: &str, key: &mut String) -> Result<()> {
+        key.clear();
         key.push_str(prefix);
         key.push(':');
         match self {
@@ -61,7 +68,7 @@ impl KeyLayout {
                 }
             }
         }
-        Ok(key)
+        Ok(())
     }
 }
 

@@ -47,6 +47,7 @@ export async function sizeSection() {
   const parts = [
     ["edgelimit_bg.wasm", file("edgelimit_bg.wasm")],
     ["edgelimit.js (glue)", file("edgelimit.js")],
+    ["ratelimit.js", file("ratelimit.js")],
     ...snippets,
     ["largest entry file", largestEntry],
   ];

@@ -167,13 +167,14 @@ impl MemoryBackend {
         self.len() == 0
     }
 
-    /// [`Backend::decide`], done at once; a peek only reads.
-    fn decide_now(
+    /// [`Backend::decide`], done at once at `now` (µs since the epoch); a peek only reads.
+    pub fn decide_at(
         &self,
         key: &str,
         cost: Cost,
         params: Algorithm,
         limit_key: Option<&str>,
+        now: u64,
     ) -> Result<Outcome> {
         if key.len() > self.max_key_len {
             return Err(Error::TooLong {
@@ -197,9 +198,9 @@ impl MemoryBackend {
             (transition.state, outcome)
         };
         Ok(if cost.is_peek() {
-            self.read(key, |found, now| decide(found, now).1)
+            self.read(key, now, |found| decide(found, now).1)
         } else {
-            self.update(key, rule, decide)
+            self.update(key, rule, now, |found| decide(found, now))
         })
     }
 
@@ -237,21 +238,21 @@ impl MemoryBackend {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Runs `f` on `key`'s live state under its shard's lock, and stores the state it returns.
+    /// Runs `f` on `key`'s state live at `now` under its shard's lock, and stores the state it returns.
     fn update<T>(
         &self,
         key: &str,
         params: Algorithm,
-        f: impl FnOnce(Option<&State>, u64) -> (State, T),
+        now: u64,
+        f: impl FnOnce(Option<&State>) -> (State, T),
     ) -> T {
-        let now = self.clock.now_micros();
         let hash = self.hasher.hash_one(key);
         let mut shard = self.lock(self.shard_of(hash));
         shard.ticks += 1;
         let used_at = shard.ticks;
         let found = shard.slots.find_mut(hash, |slot| &*slot.key == key);
         let live = found.as_deref().filter(|slot| now < slot.idle_at);
-        let (state, answer) = f(live.map(|slot| &slot.state), now);
+        let (state, answer) = f(live.map(|slot| &slot.state));
         let idle_at = params.idle_at(&state);
         match found {
             Some(slot) => {
@@ -273,17 +274,14 @@ impl MemoryBackend {
         answer
     }
 
-    /// Reads `key`'s live state under its shard's lock.
-    fn read<T>(&self, key: &str, f: impl FnOnce(Option<&State>, u64) -> T) -> T {
-        let now = self.clock.now_micros();
+    /// Reads `key`'s state live at `now` under its shard's lock.
+    fn read<T>(&self, key: &str, now: u64, f: impl FnOnce(Option<&State>) -> T) -> T {
         let hash = self.hasher.hash_one(key);
         let shard = self.lock(self.shard_of(hash));
         let slot = shard.slots.find(hash, |slot| &*slot.key == key);
-        f(
-            slot.filter(|slot| now < slot.idle_at)
-                .map(|slot| &slot.state),
-            now,
-        )
+        f(slot
+            .filter(|slot| now < slot.idle_at)
+            .map(|slot| &slot.state))
     }
 
     /// The shard for a key's hash: bits the hash table does not use for small tables.
@@ -362,7 +360,21 @@ impl Backend for MemoryBackend {
         params: Algorithm,
         limit_key: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Outcome>> {
-        Box::pin(async move { self.decide_now(key, cost, params, limit_key) })
+        Box::pin(async move {
+            let now = self.clock.now_micros();
+            self.decide_at(key, cost, params, limit_key, now)
+        })
+    }
+
+    fn decide_in_process(
+        &self,
+        key: &str,
+        cost: Cost,
+        params: Algorithm,
+        limit_key: Option<&str>,
+        now_micros: u64,
+    ) -> Option<Result<Outcome>> {
+        Some(self.decide_at(key, cost, params, limit_key, now_micros))
     }
 
     fn reset<'a>(&'a self, key: &'a str, _params: Algorithm) -> BoxFuture<'a, Result<()>> {

@@ -42,6 +42,21 @@ pub trait Backend: MaybeSendSync {
         limit_key: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Outcome>>;
 
+    /// [`Backend::decide`] done at once at `now_micros` (the caller's clock, not the store's), when
+    /// the store keeps its state in this process; `None` when it must be asked over the network. A
+    /// caller that can answer without a future uses it (JavaScript then gets a settled answer).
+    fn decide_in_process(
+        &self,
+        key: &str,
+        cost: Cost,
+        params: Algorithm,
+        limit_key: Option<&str>,
+        now_micros: u64,
+    ) -> Option<Result<Outcome>> {
+        let _ = (key, cost, params, limit_key, now_micros);
+        None
+    }
+
     /// Forgets everything stored for `key`.
     fn reset<'a>(&'a self, key: &'a str, params: Algorithm) -> BoxFuture<'a, Result<()>>;
 
@@ -166,6 +181,17 @@ impl<B: Backend + ?Sized> Backend for std::sync::Arc<B> {
         limit_key: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Outcome>> {
         (**self).decide(key, cost, params, limit_key)
+    }
+
+    fn decide_in_process(
+        &self,
+        key: &str,
+        cost: Cost,
+        params: Algorithm,
+        limit_key: Option<&str>,
+        now_micros: u64,
+    ) -> Option<Result<Outcome>> {
+        (**self).decide_in_process(key, cost, params, limit_key, now_micros)
     }
 
     fn reset<'a>(&'a self, key: &'a str, params: Algorithm) -> BoxFuture<'a, Result<()>> {

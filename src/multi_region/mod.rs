@@ -184,7 +184,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
                 }
             };
             if let Some(cache) = &self.settings.cache {
-                cache.learn(key, rate, &decision, now_ms);
+                cache.learn(&key, rate, &decision, now_ms);
             }
             Ok((Response::decided(decision), pending))
         })

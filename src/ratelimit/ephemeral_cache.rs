@@ -146,13 +146,13 @@ impl EphemeralCache {
 
     /// Keeps the block a denial (`decision`) of `rate` on `key` at `now_ms` says, until the request
     /// could be admitted again, and no later than the window's reset.
-    pub(crate) fn learn(&self, key: String, rate: f64, decision: &Decision, now_ms: u64) {
+    pub(crate) fn learn(&self, key: &str, rate: f64, decision: &Decision, now_ms: u64) {
         if let (false, Some(retry_after)) = (decision.allowed, decision.retry_after) {
             let until_ms = now_ms
                 .saturating_add(retry_after.as_millis() as u64)
                 .min(decision.reset.max(now_ms));
             if until_ms > now_ms && rate > 0.0 {
-                self.insert(key, rate, until_ms, decision.limit, now_ms);
+                self.insert(key.to_owned(), rate, until_ms, decision.limit, now_ms);
             }
         }
     }

@@ -213,7 +213,7 @@ impl Ratelimit {
         }
         match self.decide(&key, cost).await {
             Ok(decision) => {
-                self.learn(key, rate, &decision, now_micros);
+                self.learn(&key, rate, &decision, now_micros);
                 Ok((Response::decided(decision), None))
             }
             Err(error) => {
@@ -227,6 +227,50 @@ impl Ratelimit {
                 Ok((self.settings.failed(&error, now_micros / 1_000), None))
             }
         }
+    }
+
+    /// [`Ratelimit::limit`] answered at once at `now_micros` (the caller's clock), when no I/O is
+    /// needed and no work is left: a store in this process (or an ephemeral cache that knows the
+    /// denial), without protection, leases or local counts. `None` when the answer needs
+    /// [`Ratelimit::limit`]. `key` is scratch space for the identifier's key, kept by the caller
+    /// between calls to spare an allocation per decision. The JavaScript package answers such
+    /// decisions without a future.
+    pub fn limit_at_once(
+        &self,
+        identifier: &str,
+        rate: f64,
+        now_micros: u64,
+        key: &mut String,
+    ) -> Option<Result<Response>> {
+        if self.protection.active() || self.leases.is_some() || self.local_counts.is_some() {
+            return None;
+        }
+        let limit_key = self.applied_limit_key();
+        if limit_key.is_some() && self.settings.key_layout == KeyLayout::Cluster {
+            return None; // the rule needs the stored limit read first (`decision_rule`)
+        }
+        if let Err(error) = self.write_key(identifier, key) {
+            return Some(Err(error));
+        }
+        let cost = match self.settings.cost(rate) {
+            Ok(cost) => cost,
+            Err(error) => return Some(Err(error)),
+        };
+        if let Some(block) = self.cached_block(key, rate, now_micros / 1_000) {
+            return Some(Ok(block));
+        }
+        let algorithm = self.settings.algorithm;
+        let decided = self
+            .backend
+            .decide_in_process(key, cost, algorithm, limit_key, now_micros)?;
+        Some(match decided {
+            Ok(outcome) => {
+                self.learn(key, rate, &outcome.decision, now_micros);
+                Ok(Response::decided(outcome.decision))
+            }
+            Err(error) if error.is_outage() => Ok(self.settings.failed(&error, now_micros / 1_000)),
+            Err(error) => Err(error),
+        })
     }
 
     /// The answer to a positive `cost` on `key` with leases: from `key`'s lease when it holds enough,
@@ -270,7 +314,7 @@ impl Ratelimit {
                     let back = back.map(|returned| self.give_back(key.clone(), returned));
                     pending = both(pending, back);
                 }
-                self.learn(key, cost.get(), &decision, now);
+                self.learn(&key, cost.get(), &decision, now);
                 Ok((response, pending))
             }
             Err(error) if error.is_outage() => {
@@ -336,11 +380,11 @@ impl Ratelimit {
 
     /// Keeps what the backend's `decision` on `key` says for the local caches: the count of local
     /// counts, or the block of a denial in the ephemeral cache.
-    fn learn(&self, key: String, rate: f64, decision: &Decision, now_micros: u64) {
+    fn learn(&self, key: &str, rate: f64, decision: &Decision, now_micros: u64) {
         let now_ms = now_micros / 1_000;
         if let Some(counts) = &self.local_counts {
             let window = counts.window(now_micros);
-            counts.answered(&key, window, rate, used(decision), decision.limit);
+            counts.answered(key, window, rate, used(decision), decision.limit);
         } else if let Some(cache) = &self.settings.cache {
             cache.learn(key, rate, decision, now_ms);
         }
@@ -516,12 +560,19 @@ impl Ratelimit {
     /// The base key of `identifier` (see [`Settings::key`]), refusing the names of the keys the
     /// deny list and analytics share when they are on.
     fn key(&self, identifier: &str) -> Result<String> {
+        let mut key = String::new();
+        self.write_key(identifier, &mut key)?;
+        Ok(key)
+    }
+
+    /// [`Ratelimit::key`] written into `key`, replacing what it held.
+    fn write_key(&self, identifier: &str, key: &mut String) -> Result<()> {
         let protected = SharedKeys {
             deny_list: self.protection.protects(),
             analytics: self.records_events(),
             ..SharedKeys::default()
         };
-        self.settings.key(identifier, protected)
+        self.settings.write_key(identifier, protected, key)
     }
 }
 

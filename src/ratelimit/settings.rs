@@ -82,12 +82,24 @@ impl Settings {
     /// identifier too long, or one that would reach a key `protected` or the dynamic limit share
     /// between every identifier, is refused.
     pub(crate) fn key(&self, identifier: &str, protected: SharedKeys) -> Result<String> {
+        let mut key = String::new();
+        self.write_key(identifier, protected, &mut key)?;
+        Ok(key)
+    }
+
+    /// [`Settings::key`] written into `key`, replacing what it held.
+    pub(crate) fn write_key(
+        &self,
+        identifier: &str,
+        protected: SharedKeys,
+        key: &mut String,
+    ) -> Result<()> {
         let shared = SharedKeys {
             dynamic_limit: self.limit_key.is_some(),
             ..protected
         };
         shared.check(identifier)?;
-        self.key_layout.key(&self.prefix, identifier)
+        self.key_layout.write_key(&self.prefix, identifier, key)
     }
 
     /// `rate` checked once, as the cost every step after takes: at most 2^53 - 1 in size, and what

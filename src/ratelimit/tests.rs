@@ -3,7 +3,7 @@
 use super::*;
 use crate::algorithm::{FixedWindow, Gcra, SlidingWindow, TokenBucket};
 use crate::backend::{MemoryBackend, Outcome};
-use crate::clock::ManualClock;
+use crate::clock::{Clock, ManualClock};
 use crate::maybe_send::BoxFuture;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -718,4 +718,63 @@ fn a_shared_ephemeral_cache_serves_every_limit_given_it() {
         assert_eq!(blocked.reason, Some(Reason::CacheBlock));
         assert_eq!(calls.load(Ordering::SeqCst), 2);
     });
+}
+
+#[test]
+fn an_answer_at_once_is_the_answer_of_limit() {
+    let algorithms: [Algorithm; 4] = [
+        fixed(3, 60).into(),
+        SlidingWindow::new(3, Duration::from_secs(60))
+            .unwrap()
+            .into(),
+        TokenBucket::new(1, Duration::from_secs(20), 3)
+            .unwrap()
+            .into(),
+        Gcra::new(3, Duration::from_secs(60), 3).unwrap().into(),
+    ];
+    for algorithm in algorithms {
+        let clock = ManualClock::from_millis(START_MS);
+        let at_once = Ratelimit::new(memory(&clock), algorithm).with_clock(clock.clone());
+        let awaited = Ratelimit::new(memory(&clock), algorithm).with_clock(clock.clone());
+        let mut key = String::new();
+        for step in 0..40 {
+            let identifier = ["a", "b"][step % 2];
+            let now = clock.now_micros();
+            let answer = at_once.limit_at_once(identifier, 1.0, now, &mut key);
+            let expected = pollster::block_on(awaited.limit(identifier, 1.0)).unwrap();
+            assert_eq!(answer.unwrap().unwrap(), expected, "{} step {step}", algorithm.name());
+            clock.advance(Duration::from_millis(1_700));
+        }
+    }
+}
+
+#[test]
+fn an_answer_at_once_is_refused_where_it_would_need_the_network_or_leave_work() {
+    let clock = ManualClock::from_millis(START_MS);
+    let (probe, calls) = probe(&clock, None);
+    let remote = Ratelimit::new(probe, fixed(3, 60)).with_clock(clock.clone());
+    let mut key = String::new();
+    let now = clock.now_micros();
+    assert!(remote.limit_at_once("u", 1.0, now, &mut key).is_none());
+    assert_eq!(calls.load(Ordering::SeqCst), 0, "a store that is not in process is not asked");
+
+    let counted = Ratelimit::new(memory(&clock), fixed(3, 60))
+        .with_local_counts(10)
+        .unwrap();
+    assert!(counted.limit_at_once("u", 1.0, now, &mut key).is_none());
+
+    let local = Ratelimit::new(memory(&clock), fixed(1, 60)).with_clock(clock.clone());
+    assert!(matches!(
+        local.limit_at_once(&"x".repeat(9_000), 1.0, now, &mut key),
+        Some(Err(Error::TooLong { .. }))
+    ));
+    assert!(matches!(
+        local.limit_at_once("u", 0.5, now, &mut key),
+        Some(Err(Error::InvalidCost { .. }))
+    ));
+    assert!(local.limit_at_once("u", 1.0, now, &mut key).unwrap().unwrap().success);
+    let denied = local.limit_at_once("u", 1.0, now, &mut key).unwrap().unwrap();
+    assert_eq!((denied.success, denied.reason), (false, None));
+    let cached = local.limit_at_once("u", 1.0, now, &mut key).unwrap().unwrap();
+    assert_eq!((cached.success, cached.reason), (false, Some(Reason::CacheBlock)));
 }

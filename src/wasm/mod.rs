@@ -11,6 +11,7 @@
 //! - [`shared_options`], [`arguments`], [`answers`]: the options both limit classes take, the arguments
 //!   of their methods, their answer objects; [`algorithms`]: the algorithm factories
 //!   (`Ratelimit.slidingWindow(...)`); [`protection`], [`ip_deny_list`]: protection and analytics.
+//! - [`at_once`]: the decision answered in one crossing, the seam with `pkg-template/ratelimit.js`.
 //! - [`options`], [`errors`], [`promise`], [`sleep`], [`shared_cache`]: reading JavaScript values,
 //!   the errors thrown, futures as Promises, timers, the ephemeral cache shared through a `Map`.
 //!
@@ -29,6 +30,8 @@
 //!   closure made per request. Its URL and headers are JavaScript values made once per `Redis`.
 //! - AbortControllers, which cost more than the rest of a request in Node, are reused by requests that
 //!   finished without being aborted, one request at a time each.
+//! - `limit()` on a store in this process crosses once, from JavaScript into WebAssembly, and never
+//!   back ([`at_once`]).
 //! - A method's future runs at once until it first waits ([`promise`]): an answer known without I/O (the
 //!   in-memory store, the ephemeral cache, local counts, bad input) is a settled Promise, without a
 //!   trip through the executor. Concurrent calls still queue their commands in the same tick and share
@@ -43,9 +46,11 @@
 //! Calls from WebAssembly into JavaScript per warm `limit()` without options, counted by
 //! `tests/js/boundary.test.mjs` (which wraps every import; a structure test, no timing), at most:
 //!
-//! - **in memory: 6** — reading the identifier (1), the `options` argument's absence (1), the clock
-//!   (2: the ephemeral cache's and the store's), the answer object (1) and its settled Promise (1);
-//! - **on Redis: 14** — the same reads (4), the request (`post`, its body as bytes: 1 + 3 + 1 + 1),
+//! - **in memory: 0** — `limit()` on a store in this process is answered in one crossing
+//!   ([`at_once`]): the package's `Ratelimit` (`pkg-template/ratelimit.js`) reads the clock, passes
+//!   the identifier, reads the answer's numbers from memory and makes the answer itself;
+//! - **on Redis: 14** — reading the identifier (1), the `options` argument's absence (1), the clock
+//!   (2: the ephemeral cache's and the store's), the request (`post`, its body as bytes: 1 + 3 + 1 + 1),
 //!   waking the executor (2), the answer object (1) and resolving its Promise (1).
 //!
 //! A change that adds a crossing to a decision fails that test; one that removes some lowers the
@@ -54,6 +59,7 @@
 mod algorithms;
 mod answers;
 mod arguments;
+mod at_once;
 mod errors;
 mod headers;
 mod ip_deny_list;

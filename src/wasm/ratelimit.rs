@@ -3,6 +3,7 @@
 
 use super::algorithms::{self, Kind};
 use super::answers;
+use super::at_once;
 use super::errors::{to_js_error, type_error};
 use super::ip_deny_list;
 use super::limit_methods::{self as methods, JsLimit};
@@ -20,6 +21,7 @@ use crate::ratelimit::{
 use crate::redis::RedisBackend;
 use crate::transport::FetchTransport;
 use js_sys::Promise;
+use std::cell::Cell;
 use std::future::Future;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -54,6 +56,13 @@ pub struct JsRatelimit {
     inner: Rc<Ratelimit>,
     /// Protection and analytics, read once: `limit` takes the plain path when both are off.
     protection: protection::ProtectionOptions,
+    /// Whether decisions can be answered in one crossing ([`at_once`]): a store in this process, and
+    /// nothing a decision would leave to do after its answer.
+    answers_at_once: bool,
+    /// The numbers of the last answer given in one crossing, read by JavaScript in place.
+    slots: Box<[Cell<f64>; at_once::SLOTS]>,
+    /// The key of the last decision answered in one crossing: its allocation serves the next.
+    key: Cell<String>,
 }
 
 #[wasm_bindgen(js_class = Ratelimit)]
@@ -100,6 +109,7 @@ impl JsRatelimit {
                     .with_fetch(redis.fetch),
             )
         };
+        let in_memory = server.is_none();
         let backend: Arc<dyn Backend> = match &server {
             None => Arc::new(MemoryBackend::new()),
             Some(transport) => redis_backend(transport.clone()),
@@ -137,9 +147,14 @@ impl JsRatelimit {
         let limiter = protection
             .apply(limiter)
             .map_err(|error| to_js_error(CONTEXT, &error))?;
+        let answers_at_once =
+            in_memory && lease.is_undefined() && local_counts.is_none() && !protection.active();
         Ok(JsRatelimit {
             inner: Rc::new(limiter),
             protection,
+            answers_at_once,
+            slots: Box::default(),
+            key: Cell::default(),
         })
     }
 
@@ -304,6 +319,44 @@ impl JsRatelimit {
         promise(Box::pin(async move {
             ip_deny_list::disable(server?, prefix).await
         }))
+    }
+}
+
+impl JsRatelimit {
+    /// [`Ratelimit::limit_at_once`], when this limit answers in one crossing.
+    pub(super) fn decide_at_once(
+        &self,
+        identifier: &str,
+        rate: f64,
+        now_micros: u64,
+    ) -> Option<crate::Result<Response>> {
+        if !self.answers_at_once {
+            return None;
+        }
+        let mut key = self.key.take();
+        let answer = self
+            .inner
+            .limit_at_once(identifier, rate, now_micros, &mut key);
+        self.key.set(key);
+        answer
+    }
+
+    /// Writes `response`'s numbers into the slots; its [`at_once::code`].
+    pub(super) fn write_slots(&self, response: &Response) -> u32 {
+        let numbers = [
+            response.limit as f64,
+            response.remaining,
+            response.reset as f64,
+        ];
+        for (slot, number) in self.slots.iter().zip(numbers) {
+            slot.set(number);
+        }
+        at_once::code(response)
+    }
+
+    /// The slots' address in WebAssembly memory, and whether decisions are answered in one crossing.
+    pub(super) fn slots(&self) -> (usize, bool) {
+        (self.slots.as_ptr() as usize, self.answers_at_once)
     }
 }
 

@@ -39,7 +39,7 @@ linkPackage(fileURLToPath(new URL(".", import.meta.url)));
 const { Ratelimit, Redis } = await import("edgelimit");
 
 /** The budgets of src/wasm/mod.rs, calls into JavaScript per warm decision. */
-const IN_MEMORY = 6;
+const IN_MEMORY = 0;
 const ON_REDIS = 14;
 
 const url = process.env.EDGELIMIT_TEST_URL;

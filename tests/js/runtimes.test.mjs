@@ -281,7 +281,7 @@ test("Chromium loads the package's browser entry in a page", { skip }, async () 
     ["/", join(runtimesDir, "browser.html")],
     ["/runtimes/browser.mjs", join(runtimesDir, "browser.mjs")],
     ["/runtimes/scenario.mjs", join(runtimesDir, "scenario.mjs")],
-    ...["index.web.js", "edgelimit.js", "edgelimit_bg.wasm", ...snippets()].map((file) => [`/pkg/${file}`, join(pkgDir, file)]),
+    ...["index.web.js", "edgelimit.js", "ratelimit.js", "edgelimit_bg.wasm", ...snippets()].map((file) => [`/pkg/${file}`, join(pkgDir, file)]),
   ]);
   let deliver;
   const outcome = new Promise((resolve) => (deliver = resolve));

@@ -63,7 +63,7 @@ impl Ratelimit {
             }
         };
         let answered = Response::decided(decision);
-        self.learn(key, rate, &decision, now_micros);
+        self.learn(&key, rate, &decision, now_micros);
         let denied = self.protection.denied_values().zip(found.as_deref());
         if let Some(index) =
             denied.and_then(|(denied, found)| denied.remember(values, found, now_ms))

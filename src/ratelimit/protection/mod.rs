@@ -330,7 +330,7 @@ impl Ratelimit {
         match decided {
             Ok(Guarded::Decided(outcome) | Guarded::Unrecorded(outcome, _)) => {
                 let decision = outcome.decision;
-                self.learn(key, rate, &decision, now_micros);
+                self.learn(&key, rate, &decision, now_micros);
                 Ok(answer(Response::decided(decision), None, None))
             }
             Ok(Guarded::Denied(found)) => {
