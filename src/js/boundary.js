@@ -87,34 +87,83 @@ function request(fetch, url, init, held, abort, id, deliver) {
   }
   const controller = (REUSE_CONTROLLERS && idleControllers.pop()) || new AbortController();
   init.signal = controller.signal;
-  // The first of the reply and the timer is delivered; the other is dropped.
+  // The first of the reply and the deadline is delivered; the other is dropped.
   let done = false;
+  let timer;
   const finish = (status, value) => {
     if (done) return;
     done = true;
-    clearTimeout(timer);
+    if (SHARE_TIMER) unwatch(expire);
+    else clearTimeout(timer);
     release(controller);
     deliver(id, status, value);
   };
-  const timer = setTimeout(() => {
+  const expire = () => {
     controller.abort();
     finish(-1, ["timeout"]);
-  }, abort);
+  };
+  if (SHARE_TIMER) watch(expire, abort);
+  else timer = setTimeout(expire, abort);
   send(fetch, url, init, held, finish);
+}
+
+/**
+ * Whether this is Node, where what a request costs can be shared between requests: not Cloudflare
+ * Workers, which refuse an object made during another request (and make one cheaply), nor other
+ * runtimes that may isolate requests alike. workerd with Node compatibility looks like Node, so its
+ * user agent rules it out.
+ */
+const NODE =
+  globalThis.process?.release?.name === "node" && globalThis.navigator?.userAgent !== "Cloudflare-Workers";
+
+/**
+ * In Node one timer serves every request in flight, armed for the earliest deadline: arming and
+ * clearing a timer per request costs Node more than the rest of the request's JavaScript. It keeps
+ * the process alive only while a request is in flight. Elsewhere each request arms its own timer.
+ */
+const SHARE_TIMER = NODE;
+/** The deadline (`performance.now()`, ms) of each request in flight, by the function that expires it. */
+const deadlines = new Map();
+let sweeper;
+let sweepAt = Infinity;
+
+function watch(expire, abort) {
+  const at = performance.now() + abort;
+  if (deadlines.size === 0) sweeper?.ref();
+  deadlines.set(expire, at);
+  if (at < sweepAt) armSweeper(at);
+}
+
+function unwatch(expire) {
+  deadlines.delete(expire);
+  if (deadlines.size === 0) sweeper?.unref();
+}
+
+function armSweeper(at) {
+  clearTimeout(sweeper);
+  sweepAt = at;
+  sweeper = setTimeout(sweep, Math.max(0, at - performance.now()));
+}
+
+/** Expires the requests past their deadline, then waits for the next deadline. */
+function sweep() {
+  sweepAt = Infinity;
+  const now = performance.now();
+  let next = Infinity;
+  for (const [expire, at] of deadlines) {
+    if (at <= now) expire();
+    else if (at < next) next = at;
+  }
+  if (next !== Infinity) armSweeper(next);
 }
 
 /**
  * AbortControllers whose request finished without being aborted, for the next requests: in Node, making
  * one costs more than the rest of a request. A controller serves one request at a time, so a timeout
  * aborts only its own request, and at most `CONTROLLER_USES` requests in all, since Node's `fetch`
- * leaves a listener on the signal until its request is garbage-collected.
- *
- * Node only: Cloudflare Workers refuse a signal made during another request (and make one cheaply),
- * and other runtimes may isolate requests alike. workerd with Node compatibility looks like Node, so
- * its user agent rules it out.
+ * leaves a listener on the signal until its request is garbage-collected. Node only (`NODE`).
  */
-const REUSE_CONTROLLERS =
-  globalThis.process?.release?.name === "node" && globalThis.navigator?.userAgent !== "Cloudflare-Workers";
+const REUSE_CONTROLLERS = NODE;
 const idleControllers = [];
 const CONTROLLER_USES = 256;
 const uses = new WeakMap();
