@@ -11,6 +11,7 @@ use crate::backend::{Backend, LeaseBackend, Outcome, ProtectedBackend};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{quote, Error, Result};
 use crate::maybe_send::BoxFuture;
+use crate::number::digits;
 use crate::transport::Transport;
 use std::sync::Arc;
 use std::time::Duration;
@@ -116,15 +117,9 @@ impl<T: Transport> RedisBackend<T> {
         let time = if redis_time {
             String::new()
         } else {
-            now.to_string()
+            digits(now)
         };
-        let mut args = vec![
-            time,
-            a.to_string(),
-            b.to_string(),
-            c.to_string(),
-            decimal(cost),
-        ];
+        let mut args = vec![time, digits(a), digits(b), digits(c), decimal(cost)];
         if let Some(limit_key) = limit_key {
             keys.push(limit_key.to_owned());
             args.push("1".to_owned());

@@ -11,6 +11,7 @@ use crate::algorithm::{
     Algorithm, FixedWindowState, GcraState, Policy, SlidingWindowState, State, TokenBucketState,
 };
 use crate::error::Result;
+use crate::number::digits;
 
 /// The prelude every script starts with, as sent (see build.rs).
 pub(super) const PRELUDE: &str = include_str!(concat!(env!("OUT_DIR"), "/scripts/prelude.lua"));
@@ -76,7 +77,7 @@ pub(crate) fn call(rule: &Algorithm, key: &str, now: u64, wide: bool) -> Call {
         Call {
             script,
             keys: (from..=window + margin)
-                .map(|window| format!("{key}:{window}"))
+                .map(|window| [key, ":", &digits(window)].concat())
                 .collect(),
             args: [from, window_ms, rule.capacity()],
         }
@@ -95,7 +96,7 @@ pub(crate) fn call(rule: &Algorithm, key: &str, now: u64, wide: bool) -> Call {
         },
         Algorithm::Gcra(rule) => Call {
             script: &GCRA,
-            keys: vec![format!("{key}:gcra")],
+            keys: vec![[key, ":gcra"].concat()],
             args: [rule.emission_interval(), rule.tolerance(), rule.capacity()],
         },
     }

@@ -74,7 +74,7 @@ impl Script {
         args: &[String],
         elapsed: impl Fn() -> Duration,
     ) -> Result<Reply> {
-        let count = keys.len().to_string();
+        let count = crate::number::digits(keys.len() as u64);
         let command = |verb, script| {
             let mut command = vec![verb, script, count.as_str()];
             command.extend(keys.iter().chain(args).map(String::as_str));
