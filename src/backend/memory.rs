@@ -3,6 +3,7 @@
 use super::{Backend, Outcome};
 use crate::algorithm::{Algorithm, Cost, State};
 use crate::clock::{Clock, SystemClock};
+use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::maybe_send::BoxFuture;
 use hashbrown::HashTable;
@@ -363,6 +364,20 @@ impl Backend for MemoryBackend {
         Box::pin(async move {
             let now = self.clock.now_micros();
             self.decide_at(key, cost, params, limit_key, now)
+        })
+    }
+
+    /// Decided at once in one step, without the default's second future.
+    fn acquire<'a>(
+        &'a self,
+        key: &'a str,
+        cost: f64,
+        params: Algorithm,
+    ) -> BoxFuture<'a, Result<Decision>> {
+        Box::pin(async move {
+            let cost = params.cost(cost)?;
+            let now = self.clock.now_micros();
+            Ok(self.decide_at(key, cost, params, None, now)?.decision)
         })
     }
 
