@@ -9,7 +9,9 @@ mod support;
 
 use edgelimit::algorithm::Algorithm;
 use edgelimit::ratelimit::{Lease, Ratelimit};
-use edgelimit::{Configure, Error, FixedWindow, Gcra, MemoryBackend, RedisBackend};
+use edgelimit::{
+    Closing, Configure, Error, FixedWindow, Gcra, MemoryBackend, RedisBackend, Renewal,
+};
 use std::sync::Arc;
 use std::time::Duration;
 use support::{hour_limits, Counting, Servers, Traffic};
@@ -215,13 +217,18 @@ async fn a_lease_takes_at_most_what_a_window_admits_whatever_credit_the_peer_lef
         .unwrap();
     let algorithm = Algorithm::from(rule);
     let leases = edgelimit::Backend::leases(&store).unwrap();
+    let renewal = Renewal {
+        want: 10,
+        ttl: Duration::from_secs(1),
+        closing: Closing::default(),
+    };
     let leased = leases
         .decide_leasing(
             "lease:credit",
             algorithm.cost(95.0).unwrap(),
-            10,
             algorithm,
             None,
+            &renewal,
         )
         .await
         .unwrap();

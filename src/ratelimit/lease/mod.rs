@@ -62,7 +62,7 @@
 
 mod held;
 
-pub(super) use held::{Leases, Returned, Taken};
+pub(super) use held::{Leases, Taken};
 
 use crate::algorithm::{Algorithm, Policy};
 use crate::error::{Error, Result};
@@ -130,20 +130,33 @@ pub(crate) fn window_ms(algorithm: &Algorithm) -> u64 {
     }
 }
 
-/// How many units a lease asks for: `seen` units decided in `elapsed` µs, scaled to `ttl` µs (the
-/// rate observed), at most `tokens` and `capacity / MAX_SHARE`; 0 below [`MIN_LEASED_LIMIT`] or when
-/// fewer than one unit is expected within `ttl`.
-pub fn size(tokens: u64, capacity: u64, ttl: u64, seen: f64, elapsed: u64) -> u64 {
-    if capacity < MIN_LEASED_LIMIT || seen <= 0.0 {
+/// The most units one lease of `tokens` holds under a limit of `capacity`: `tokens`, at most
+/// `capacity / MAX_SHARE`; 0 (never leased) below [`MIN_LEASED_LIMIT`].
+pub fn most(tokens: u64, capacity: u64) -> u64 {
+    if capacity < MIN_LEASED_LIMIT {
         return 0;
     }
-    let expected = (seen * ttl as f64 / elapsed.max(1) as f64).floor();
-    let most = tokens.min(capacity / MAX_SHARE);
-    if expected >= most as f64 {
-        most
-    } else {
-        expected as u64
-    }
+    tokens.min(capacity / MAX_SHARE)
+}
+
+/// The share of [`most`] the first lease of a key asks for: `most / FIRST_SHARE`, rounded up.
+pub const FIRST_SHARE: u64 = 8;
+
+/// The size of a key's first lease: an eighth of `most` (at least 1 when `most` is).
+pub fn first(most: u64) -> u64 {
+    most.div_ceil(FIRST_SHARE)
+}
+
+/// The size of the lease after one of `size` units that was spent before it expired: twice as many,
+/// at most `most`.
+pub fn grow(size: u64, most: u64) -> u64 {
+    size.saturating_mul(2).max(first(most)).min(most)
+}
+
+/// The size of the lease after one of `size` units that expired with units unused: half as many, at
+/// least 1.
+pub fn shrink(size: u64) -> u64 {
+    (size / 2).max(1)
 }
 
 #[cfg(test)]
@@ -200,19 +213,18 @@ mod tests {
     }
 
     #[test]
-    fn a_lease_is_at_most_a_share_of_the_limit_and_what_the_rate_uses() {
-        let second = 1_000_000;
-        assert_eq!(size(20, 19, second, 1_000.0, 1), 0, "a small limit");
-        assert_eq!(size(20, 20, second, 1_000.0, 1), 2, "a tenth of 20");
-        assert_eq!(size(20, 1_000, second, 1_000.0, 1), 20, "the tokens");
-        assert_eq!(size(500, 1_000, second, 1e9, 1), 100, "a tenth of 1000");
-        // 5 units in half a second: 10 within a second.
-        assert_eq!(size(20, 1_000, second, 5.0, second / 2), 10);
-        assert_eq!(
-            size(20, 1_000, second, 1.0, 2 * second),
-            0,
-            "under one a ttl"
-        );
-        assert_eq!(size(20, 1_000, second, 0.0, 1), 0);
+    fn a_lease_starts_at_an_eighth_of_its_most_and_doubles_up_to_it() {
+        assert_eq!(most(20, 19), 0, "a small limit");
+        assert_eq!(most(20, 20), 2, "a tenth of 20");
+        assert_eq!(most(20, 1_000), 20, "the tokens");
+        assert_eq!(most(500, 1_000), 100, "a tenth of 1000");
+        assert_eq!(first(0), 0);
+        assert_eq!(first(2), 1);
+        assert_eq!(first(100), 13);
+        assert_eq!(grow(13, 100), 26);
+        assert_eq!(grow(80, 100), 100);
+        assert_eq!(grow(0, 0), 0);
+        assert_eq!(shrink(13), 6);
+        assert_eq!(shrink(1), 1);
     }
 }
