@@ -219,13 +219,11 @@ impl<T: Transport> Backend for RedisBackend<T> {
         Box::pin(self.run(params, key, cost, limit_key))
     }
 
+    /// Deletes `key`'s state, keeping the units of other instances' live leases counted (see
+    /// [`LeaseBackend::reset_leases`]): a limit that does not lease may share an identifier with
+    /// limits that do.
     fn reset<'a>(&'a self, key: &'a str, params: Algorithm) -> BoxFuture<'a, Result<()>> {
-        Box::pin(async move {
-            let keys = layout::call(&params, key, self.clock.now_micros(), true).keys;
-            let mut command = vec!["DEL"];
-            command.extend(keys.iter().map(String::as_str));
-            self.client.command(&command).await.map(drop)
-        })
+        self.reset_leases(key, params, None, Duration::ZERO, &[])
     }
 
     fn backend_name(&self) -> &str {

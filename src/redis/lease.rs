@@ -44,7 +44,8 @@ fn lease_args(args: &mut Vec<String>, dynamic: bool, want: u64, ttl: Duration, b
         args.push("0".to_owned());
     }
     args.push(want.to_string());
-    args.push(ttl.as_micros().to_string());
+    let ttl_micros = u64::try_from(ttl.as_micros()).unwrap_or(u64::MAX);
+    args.push(ttl_micros.to_string());
     args.push(crate::number::decimal(back));
 }
 
