@@ -347,3 +347,51 @@ async fn a_lease_takes_at_most_what_a_window_admits_whatever_credit_the_peer_lef
     let stored = support::command(&servers, &["GET", &key]).await.unwrap();
     assert_eq!(stored, serde_json::json!("95"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_redis_cluster_the_ledger_shares_the_identifiers_slot() {
+    let cluster = test_support::Cluster::start(5_000);
+    let tokens =
+        std::env::temp_dir().join(format!("edgelimit-lease-tokens-{}", std::process::id()));
+    let token = test_support::TOKEN;
+    std::fs::write(&tokens, format!("{token} cluster:{} rw\n", cluster.urls())).unwrap();
+    let gateway = test_support::Gateway::start_with(&["--tokens", tokens.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&tokens);
+    let transport = || {
+        edgelimit::transport::HttpTransport::new(&gateway.url(), token)
+            .unwrap()
+            .with_timeout(Some(Duration::from_secs(10)))
+    };
+    for rule in hour_limits(LIMIT) {
+        let name = rule.name();
+        let prefix = format!("lease-cl:{name}");
+        let limits: Vec<Ratelimit> = (0..4)
+            .map(|_| {
+                Ratelimit::new(RedisBackend::new(transport()), rule)
+                    .with_prefix(&prefix)
+                    .with_key_layout(edgelimit::KeyLayout::Cluster)
+                    .with_lease(lease(20))
+                    .unwrap()
+            })
+            .collect();
+        for identifier in ["a", "b", "c"] {
+            let mut admitted = 0;
+            for _ in 0..80 {
+                for limit in &limits {
+                    admitted += u64::from(limit.limit(identifier, 1.0).await.unwrap().success);
+                }
+            }
+            assert!(admitted <= LIMIT, "{name} {identifier}: {admitted}");
+            assert!(
+                admitted >= LIMIT - 4 * 20,
+                "{name} {identifier}: {admitted}"
+            );
+            limits[0].reset_used_tokens(identifier).await.unwrap();
+            for limit in &limits {
+                limit.return_leases().await;
+            }
+            let left = limits[1].get_remaining(identifier).await.unwrap().remaining;
+            assert!(left >= (LIMIT - 1) as f64, "{name} {identifier}: {left}");
+        }
+    }
+}
