@@ -138,8 +138,9 @@ impl Ratelimit {
         self.leases.as_ref().map_or(0, |leases| leases.len())
     }
 
-    /// Ends every lease this limit holds: the returned work gives their unused units back to the
-    /// store (hand it to `waitUntil`, or await it before an instance stops).
+    /// Ends every lease this limit holds: the returned work closes them, one after the other, giving
+    /// their unused units back to the store (hand it to `waitUntil`, or await it before an instance
+    /// stops).
     pub fn return_leases(&self) -> Pending {
         let returns: Vec<_> = self.leases.as_ref().map_or_else(Vec::new, |leases| {
             leases
@@ -148,8 +149,12 @@ impl Ratelimit {
                 .map(|(key, closing)| self.give_back(key.into(), closing))
                 .collect()
         });
+        // One after the other: it runs after the answers (in `waitUntil`), for the few identifiers
+        // an instance leases.
         Box::pin(async move {
-            futures_util::future::join_all(returns).await;
+            for closing in returns {
+                closing.await;
+            }
         })
     }
 
