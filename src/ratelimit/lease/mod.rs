@@ -12,17 +12,22 @@
 //! before any of them is handed out, every instance, leasing or not, `@upstash/ratelimit` included,
 //! sees them as used: the units admitted across a fleet never pass what the algorithm admits.
 //!
-//! Unused units go back when the lease expires or is renewed, by the next decision on the identifier
-//! in this instance, in its [`Pending`](super::Pending) work (so `waitUntil` carries it), or all at
-//! once with [`Ratelimit::return_leases`](super::Ratelimit::return_leases). A return is the
-//! algorithm's refund, which never makes a count negative nor a bucket more than full.
-//!
+//! Every lease is recorded in the identifier's ledger in Redis (src/redis/lease.rs: per lease id, its
+//! units, its end and its window), and closed by its holder: by the call that renews it, by the next
+//! decision on the identifier once it expired (either way in the same script call as that decision),
+//! in [`Pending`](super::Pending) work when it cannot be kept, or all at once with
+//! [`Ratelimit::return_leases`](super::Ratelimit::return_leases). A close gives back the units the
+//! holder did not spend, at most what the ledger still records for the lease: the algorithm's refund,
+//! which never makes a count negative nor a bucket more than full. A lease the ledger no longer holds
+//! (voided by a reset, closed already, or dropped `ttl` after it ended) gives nothing back, so no close
+//! ever creates units.
+
 //! # Per algorithm
 //!
 //! - **Fixed window**: the units are an `INCRBY` of the window's counter (the peer's key). A lease
 //!   expires at the end of the window it was taken in, at the latest, so a unit is only ever spent in
-//!   the window that counted it. A return refunds that window's counter (the script is sent the
-//!   reservation's time), never a later one, whose count never held the units.
+//!   the window that counted it. A return refunds that window's counter (the ledger keeps the
+//!   lease's window), never a later one, whose count never held the units.
 //! - **Sliding window**: the units are added to the current window's counter, as an admitted request
 //!   is, and the lease expires with that window. Units counted in window `w` weigh on `w + 1` as its
 //!   previous window; a return after `w` ended lowers that weight to what was truly admitted in `w`,
@@ -48,17 +53,35 @@
 //!
 //! # What leasing costs, bounded
 //!
-//! Units held by an instance that does not use them are refused to others until its lease ends.
-//! That under-admission is bounded per lease: a lease holds at most
-//! `min(tokens, limit / MAX_SHARE, observed rate × ttl)` units (see [`size`]); a limit below
+//! Units held by an instance that does not use them are refused to others until its lease is closed.
+//! A lease holds at most `min(tokens, limit / MAX_SHARE)` units ([`most`]); a limit below
 //! [`MIN_LEASED_LIMIT`] is never leased; an identifier is leased only once it has been decided twice
-//! within `ttl` in this instance. So at most `limit / MAX_SHARE` units per instance and identifier
-//! are withheld, for at most `ttl` — or, when an instance dies holding a lease, until its window ends
-//! (windows) or the bucket refills them (token bucket, GCRA): never for good.
+//! within `ttl` in this instance. Sizes adapt to the identifier's rate in this instance: the first
+//! lease is an eighth of the most ([`first`]), each lease spent before it expired is followed by one
+//! twice as large ([`grow`]), each that expired with units unused by one half as large ([`shrink`]).
+//! So a lease holds at most twice what the instance spent of the previous one, or the first size:
+//! an instance whose traffic stops withholds at most that, until its next decision on the
+//! identifier closes the lease, or [`Ratelimit::return_leases`](super::Ratelimit::return_leases).
 //!
-//! `resetUsedTokens` voids this instance's leases without returning them. Other instances' leases
-//! still answer until they expire (at most `ttl`), and their returns refund the fresh count: after a
-//! reset, a fleet may admit up to the units other instances held at the reset beyond the limit.
+//! An instance that dies holding a lease never closes it, and nobody else can: only the holder knew
+//! how many of its units it had admitted, and giving back units it had spent would admit them twice.
+//! So the ledger drops such a lease `ttl` after it ended without a refund, and its units come back
+//! when the window ends (window algorithms) or as the bucket refills (token bucket, GCRA): at most one
+//! lease per dead instance and identifier, never for good. (Returning them at the lease's end would
+//! need what the holder spent, which it tells nobody without a request per decision.)
+//!
+//! # Resets
+//!
+//! `resetUsedTokens` forgets what an identifier used except the units other instances hold in live
+//! leases, which they may still spend without asking Redis: the reset script (`lease_reset.lua`)
+//! deletes the state and counts those units again, from the ledger. The resetting instance drops its
+//! own lease on the identifier (its ids are voided in the ledger, not counted). So after a reset the
+//! fleet still admits at most the limit; what the reset does not give back is, per live lease, the
+//! units its holder had spent before the reset, until the lease is closed (then the units it spent
+//! before the reset stay counted until the window ends or the bucket refills). Every reset by
+//! edgelimit, leasing or not, keeps live leases counted; a reset by `@upstash/ratelimit` (or any
+//! plain `DEL`) does not, and a fleet may then admit, beyond the limit, up to the units the holders
+//! had not spent at that reset.
 
 mod held;
 
