@@ -37,12 +37,12 @@ pub(crate) fn ledger_key(key: &str) -> String {
     format!("edgelimit-lease|{key}")
 }
 
-/// `ARGV[6..]` of a call with a lease: the dynamic limit's flag, `want`, the ttl (µs), the units
-/// given back and the ids of the leases closed.
+/// `ARGV[6..]` of a call with a lease, after the five first: the keys sent after the algorithm's
+/// (the ledger, after the dynamic limit's key when `dynamic`), `want`, the ttl (µs) and the units
+/// given back; the ids of the leases closed follow.
 fn lease_args(args: &mut Vec<String>, dynamic: bool, want: u64, ttl: Duration, back: f64) {
-    if !dynamic {
-        args.push("0".to_owned());
-    }
+    args.truncate(5);
+    args.push(if dynamic { "3" } else { "2" }.to_owned());
     args.push(want.to_string());
     let ttl_micros = u64::try_from(ttl.as_micros()).unwrap_or(u64::MAX);
     args.push(ttl_micros.to_string());
@@ -112,7 +112,6 @@ impl<T: Transport> LeaseBackend for RedisBackend<T> {
             ];
             if let Some(limit_key) = limit_key {
                 keys.push(limit_key.to_owned());
-                args.push("1".to_owned());
             }
             lease_args(&mut args, limit_key.is_some(), 0, ttl, 0.0);
             args.extend(voided.iter().map(|id| id.to_string()));

@@ -3,8 +3,8 @@
 -- gcra.rs.
 -- KEYS[1]: the TAT, a string of whole microseconds since the epoch, at most 2^53 - 1.
 -- ARGV: now (µs or ""), emission interval (µs), tolerance (µs), burst, cost.
--- ARGV[6] = '1' when the dynamic limit's key is sent (see the prelude), which replaces the burst;
--- ARGV[7..], a lease's.
+-- ARGV[6], the keys after the algorithm's (see the prelude; a dynamic limit replaces the burst);
+-- with a ledger, ARGV[7..], a lease's.
 -- Reply: {allowed (0/1), now (µs), burst applied, stored TAT or -1 if none}, then, with a lease, the
 -- units leased and the lease's id. Units a closed lease gave back are stored before the request is
 -- decided, and the reply reports the TAT with them.

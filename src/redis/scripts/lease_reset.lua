@@ -4,9 +4,9 @@
 -- counts them, so a reset never lets a fleet admit past the limit. The leases ARGV[10..] are those the
 -- resetting instance voids (it drops them without spending them): they are removed and not counted.
 -- KEYS: the algorithm's state keys (for the window algorithms, the windows around now, KEYS[1]
--- being window ARGV[2]), the dynamic limit's key when ARGV[6] = '1', then the ledger.
+-- being window ARGV[2]), the dynamic limit's key when ARGV[6] = '3', then the ledger.
 -- ARGV: now (µs or ""), the algorithm's three parameters as its own script takes them, the algorithm
--- ('fixed', 'sliding', 'bucket' or 'gcra'), '1' or '0', '0', the leases' ttl (µs), '0', the ids voided.
+-- ('fixed', 'sliding', 'bucket' or 'gcra'), '3' or '2', '0', the leases' ttl (µs), '0', the ids voided.
 -- Reply: the units still leased out, now counted.
 local now = now_micros()
 local kind, a, b, c = ARGV[5], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])

@@ -97,7 +97,7 @@ local function add_count(key, delta, ttl_ms)
   end
 end
 
--- A lease (src/ratelimit/lease/mod.rs): with ARGV[7], an admitted cost also takes up to ARGV[7] whole
+-- A lease (src/ratelimit/lease/mod.rs): with a ledger, an admitted cost also takes up to ARGV[7] whole
 -- units more, as many as `spare` (what the limit has left after the cost) allows; the algorithm's
 -- reply then ends with how many it took and the lease's id (`lease_reply`).
 local function leased(spare)
@@ -108,15 +108,15 @@ local function leased(spare)
   return math.min(want, math.floor(spare))
 end
 
--- With ARGV[7], the last key is the identifier's lease ledger (src/redis/lease.rs), and ARGV[6] is
--- '1' or '0'; with ARGV[6] = '1', the last key before it is @upstash/ratelimit's dynamic limit
--- (`<prefix>:dynamic:global`).
+-- ARGV[6] says which keys follow the algorithm's: '1' @upstash/ratelimit's dynamic limit
+-- (`<prefix>:dynamic:global`), '2' the identifier's lease ledger (src/redis/lease.rs), '3' both, the
+-- dynamic limit first.
 local lease_key = nil
-if ARGV[7] then
+if ARGV[6] == '2' or ARGV[6] == '3' then
   lease_key = KEYS[#KEYS]
 end
 local dynamic_key = nil
-if ARGV[6] == '1' then
+if ARGV[6] == '1' or ARGV[6] == '3' then
   dynamic_key = KEYS[#KEYS - (lease_key and 1 or 0)]
 end
 local state_keys = #KEYS - (dynamic_key and 1 or 0) - (lease_key and 1 or 0)
@@ -188,7 +188,7 @@ local function lease_open(now, units, ends, window)
 end
 
 local function lease_reply(reply, extra, id)
-  if ARGV[7] then
+  if lease_key then
     reply[#reply + 1] = extra
     reply[#reply + 1] = id
   end

@@ -5,7 +5,7 @@
 -- Mirrors SlidingWindow::acquire in sliding_window.rs.
 -- KEYS: counters of consecutive windows, KEYS[1] being window ARGV[2].
 -- ARGV: now (µs or ""), window of KEYS[1], window length (ms), limit, cost.
--- ARGV[6] = '1' when the dynamic limit's key is sent (see the prelude); ARGV[7..], a lease's.
+-- ARGV[6], the keys after the algorithm's (see the prelude); with a ledger, ARGV[7..], a lease's.
 -- Reply: {allowed (0/1), now (µs), limit applied, window, current count before this request, previous
 -- count}, the counts as text; then, with a lease, the units leased and the lease's id.
 local now = now_micros()

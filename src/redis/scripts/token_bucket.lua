@@ -5,7 +5,7 @@
 -- Mirrors TokenBucket::acquire in token_bucket.rs.
 -- KEYS[1]: the bucket, a hash {refilledAt (ms), tokens}.
 -- ARGV: now (µs or ""), max tokens, interval (ms), refill rate, cost.
--- ARGV[6] = '1' when the dynamic limit's key is sent (see the prelude); ARGV[7..], a lease's.
+-- ARGV[6], the keys after the algorithm's (see the prelude); with a ledger, ARGV[7..], a lease's.
 -- Reply: {allowed (0/1), now (µs), max tokens applied, stored refilledAt or -1 if none, stored tokens as a string},
 -- then, with a lease, the units leased and the lease's id. Tokens a closed lease gave back are stored
 -- before the request is decided, and the reply reports the bucket with them.
