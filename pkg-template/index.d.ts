@@ -121,8 +121,9 @@ export interface RatelimitConfig {
    * algorithm's window), and the next `limit()` calls on it in this instance (a Worker isolate keeps
    * them between requests) are answered from them with no request. The units are counted as used in
    * Redis before they are handed out, so no instance, leasing or not, ever admits past the limit;
-   * unused units go back in `pending`. A lease holds at most a tenth of the limit and what the
-   * identifier's rate uses within `ttl`; a limit below 20 is never leased. Needs `redis`; not with
+   * unused units go back in `pending` or with `returnLeases()`. A lease holds at most a tenth of the
+   * limit: the first an eighth of that, then twice as much while leases are spent before they end and
+   * half as much when units come back unused; a limit below 20 is never leased. Needs `redis`; not with
    * `cachedFixedWindow` or `enableProtection`. A `tokens` of 0 or above the limit, or a `ttl` longer
    * than the window, throws a `RangeError`.
    */
@@ -246,8 +247,17 @@ export class Ratelimit {
    * `RangeError` otherwise.
    */
   blockUntilReady(identifier: string, timeout: number): Promise<LimitResponse>;
-  /** Forgets everything `identifier` used (in Redis and in the local caches). */
+  /**
+   * Forgets everything `identifier` used (in Redis and in the local caches). With `lease`, this
+   * instance's lease on it is dropped, and units other instances still hold in live leases stay counted
+   * until they are returned or end, since those instances may still spend them.
+   */
   resetUsedTokens(identifier: string): Promise<void>;
+  /**
+   * Ends every lease this instance holds (`lease`) and gives their unused units back to Redis; the
+   * Promise never rejects. Hand it to `waitUntil` when an instance is done with its identifiers.
+   */
+  returnLeases(): Promise<void>;
   /**
    * Stores `limit` (a whole number; 0 denies every request) as the limit of every identifier under this prefix, or removes
    * it with `limit: false`. Rejects with an `Error` unless `dynamicLimits: true`.

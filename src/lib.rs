@@ -59,7 +59,8 @@ mod wasm;
 
 pub use algorithm::{Algorithm, Cost, FixedWindow, Gcra, Policy, SlidingWindow, TokenBucket};
 pub use backend::{
-    Backend, Events, Guard, Guarded, LeaseBackend, Leased, MemoryBackend, Outcome, ProtectedBackend,
+    Backend, Closing, Events, Guard, Guarded, LeaseBackend, Leased, MemoryBackend, Outcome,
+    ProtectedBackend, Renewal,
 };
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;

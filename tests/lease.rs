@@ -9,7 +9,9 @@ mod support;
 
 use edgelimit::algorithm::Algorithm;
 use edgelimit::ratelimit::{Lease, Ratelimit};
-use edgelimit::{Configure, Error, FixedWindow, Gcra, MemoryBackend, RedisBackend};
+use edgelimit::{
+    Closing, Configure, Error, FixedWindow, Gcra, MemoryBackend, RedisBackend, Renewal,
+};
 use std::sync::Arc;
 use std::time::Duration;
 use support::{hour_limits, Counting, Servers, Traffic};
@@ -159,6 +161,116 @@ async fn reset_voids_this_instances_lease_and_the_memory_store_cannot_lease() {
 }
 
 #[tokio::test]
+async fn a_reset_by_another_instance_never_lets_the_fleet_admit_past_the_limit() {
+    let servers = Servers::start();
+    for rule in hour_limits(LIMIT) {
+        let name = rule.name();
+        let prefix = format!("lease:reset-fleet:{name}");
+        let (holder, _) = instance(&servers, rule, &prefix, 20);
+        // Hot: the holder takes a lease of 3 and spends 1 of it; it keeps 2 when another instance
+        // resets, which it may still spend.
+        for _ in 0..3 {
+            assert!(holder.limit("k", 1.0).await.unwrap().success);
+        }
+        let (resetter, _) = instance(&servers, rule, &prefix, 20);
+        resetter.reset_used_tokens("k").await.unwrap();
+        let held = LIMIT as f64 - resetter.get_remaining("k").await.unwrap().remaining;
+        assert!(held >= 1.0, "{name}: the holder's live lease is counted");
+        let plain = Ratelimit::new(RedisBackend::new(servers.gateway.transport()), rule)
+            .with_prefix(&prefix)
+            .with_ephemeral_cache(None);
+        let mut admitted = 0;
+        while plain.limit("k", 1.0).await.unwrap().success {
+            admitted += 1;
+        }
+        // The holder spends what it still holds, then asks Redis, which has nothing left.
+        while holder.limit("k", 1.0).await.unwrap().success {
+            admitted += 1;
+        }
+        holder.return_leases().await;
+        // The bucket and GCRA refill meanwhile (one unit in 18 s at most here).
+        assert!(
+            admitted <= LIMIT + 1,
+            "{name}: {admitted} admitted after the reset"
+        );
+        assert!(admitted >= LIMIT - 20, "{name}: {admitted}");
+        assert!(
+            plain.get_remaining("k").await.unwrap().remaining <= 1.0,
+            "{name}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn closing_a_lease_the_ledger_no_longer_holds_gives_nothing_back() {
+    let servers = Servers::start();
+    let store = RedisBackend::new(servers.gateway.transport());
+    let leases = edgelimit::Backend::leases(&store).unwrap();
+    for rule in hour_limits(LIMIT) {
+        let name = rule.name();
+        let key = format!("lease:closed:{name}");
+        let key = key.as_str();
+        let one = rule.cost(1.0).unwrap();
+        let renewal = |want, units: f64, ids: &[&str]| Renewal {
+            want,
+            ttl: Duration::from_secs(1),
+            closing: Closing {
+                units,
+                ids: ids.iter().map(|&id| id.into()).collect(),
+            },
+        };
+        let taken = leases
+            .decide_leasing(key, one, rule, None, &renewal(10, 0.0, &[]))
+            .await
+            .unwrap();
+        assert_eq!(taken.units, 10, "{name}");
+        let id = taken.id.to_string();
+        // What is left once `renewal` is closed.
+        let peek = |renewal: Renewal| async move {
+            let peeked = leases.decide_leasing(key, edgelimit::Cost::PEEK, rule, None, &renewal);
+            peeked.await.unwrap().outcome.decision.remaining
+        };
+        let before = peek(renewal(0, 0.0, &[])).await;
+        assert!(before <= (LIMIT - 11) as f64 + 1.0, "{name}: {before}");
+        // Voided by this holder's own reset: the lease is gone from the ledger and not counted.
+        leases
+            .reset_leases(
+                key,
+                rule,
+                None,
+                Duration::from_secs(1),
+                &[id.clone().into()],
+            )
+            .await
+            .unwrap();
+        let reset = peek(renewal(0, 0.0, &[])).await;
+        assert_eq!(reset, LIMIT as f64, "{name}");
+        // Its holder's return (late, or from a stale copy) finds nothing: no unit is created.
+        let spend = leases
+            .decide_leasing(key, one, rule, None, &renewal(0, 0.0, &[]))
+            .await
+            .unwrap();
+        assert!(spend.outcome.decision.allowed);
+        let returned = peek(renewal(0, 10.0, &[&id])).await;
+        assert_eq!(
+            returned,
+            (LIMIT - 1) as f64,
+            "{name}: a voided lease gives nothing back"
+        );
+        // A live lease closed twice gives back once, and at most what it took.
+        let taken = leases
+            .decide_leasing(key, one, rule, None, &renewal(5, 0.0, &[]))
+            .await
+            .unwrap();
+        let id = taken.id.to_string();
+        let once = peek(renewal(0, 50.0, &[&id])).await;
+        let twice = peek(renewal(0, 50.0, &[&id])).await;
+        assert_eq!(once, (LIMIT - 2) as f64, "{name}");
+        assert_eq!(twice, once, "{name}");
+    }
+}
+
+#[tokio::test]
 async fn idle_holders_withhold_at_most_a_tenth_of_the_limit_each() {
     let servers = Servers::start();
     for rule in hour_limits(LIMIT) {
@@ -215,13 +327,18 @@ async fn a_lease_takes_at_most_what_a_window_admits_whatever_credit_the_peer_lef
         .unwrap();
     let algorithm = Algorithm::from(rule);
     let leases = edgelimit::Backend::leases(&store).unwrap();
+    let renewal = Renewal {
+        want: 10,
+        ttl: Duration::from_secs(1),
+        closing: Closing::default(),
+    };
     let leased = leases
         .decide_leasing(
             "lease:credit",
             algorithm.cost(95.0).unwrap(),
-            10,
             algorithm,
             None,
+            &renewal,
         )
         .await
         .unwrap();
@@ -229,4 +346,52 @@ async fn a_lease_takes_at_most_what_a_window_admits_whatever_credit_the_peer_lef
     assert_eq!(leased.units, 5, "95 + 5 is what a window of 100 admits");
     let stored = support::command(&servers, &["GET", &key]).await.unwrap();
     assert_eq!(stored, serde_json::json!("95"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_redis_cluster_the_ledger_shares_the_identifiers_slot() {
+    let cluster = test_support::Cluster::start(5_000);
+    let tokens =
+        std::env::temp_dir().join(format!("edgelimit-lease-tokens-{}", std::process::id()));
+    let token = test_support::TOKEN;
+    std::fs::write(&tokens, format!("{token} cluster:{} rw\n", cluster.urls())).unwrap();
+    let gateway = test_support::Gateway::start_with(&["--tokens", tokens.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&tokens);
+    let transport = || {
+        edgelimit::transport::HttpTransport::new(&gateway.url(), token)
+            .unwrap()
+            .with_timeout(Some(Duration::from_secs(10)))
+    };
+    for rule in hour_limits(LIMIT) {
+        let name = rule.name();
+        let prefix = format!("lease-cl:{name}");
+        let limits: Vec<Ratelimit> = (0..4)
+            .map(|_| {
+                Ratelimit::new(RedisBackend::new(transport()), rule)
+                    .with_prefix(&prefix)
+                    .with_key_layout(edgelimit::KeyLayout::Cluster)
+                    .with_lease(lease(20))
+                    .unwrap()
+            })
+            .collect();
+        for identifier in ["a", "b", "c"] {
+            let mut admitted = 0;
+            for _ in 0..80 {
+                for limit in &limits {
+                    admitted += u64::from(limit.limit(identifier, 1.0).await.unwrap().success);
+                }
+            }
+            assert!(admitted <= LIMIT, "{name} {identifier}: {admitted}");
+            assert!(
+                admitted >= LIMIT - 4 * 20,
+                "{name} {identifier}: {admitted}"
+            );
+            limits[0].reset_used_tokens(identifier).await.unwrap();
+            for limit in &limits {
+                limit.return_leases().await;
+            }
+            let left = limits[1].get_remaining(identifier).await.unwrap().remaining;
+            assert!(left >= (LIMIT - 1) as f64, "{name} {identifier}: {left}");
+        }
+    }
 }

@@ -1,10 +1,12 @@
 //! Property tests of the reservation arithmetic of leases (`Algorithm::lease_room`, which the
 //! scripts mirror): holders reserving, spending and returning leases beside plain decisions on one
-//! state never admit more than the algorithm does.
+//! state never admit more than the algorithm does; and of their sizes (`ratelimit::lease`): never
+//! more than a share of the limit, none for a small limit, and at most twice what the rate spends.
 
 #![cfg(not(target_arch = "wasm32"))]
 
 use edgelimit::algorithm::{Algorithm, State};
+use edgelimit::ratelimit::lease::{first, grow, most, shrink, MAX_SHARE, MIN_LEASED_LIMIT};
 use edgelimit::{FixedWindow, Gcra, SlidingWindow, TokenBucket};
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -141,5 +143,59 @@ proptest! {
         for (window, count) in admitted {
             prop_assert!(count <= most, "window {}: {} admitted, at most {}", window, count, most);
         }
+    }
+}
+
+proptest! {
+    #[test]
+    fn a_lease_is_at_most_a_share_of_the_limit_and_none_for_a_small_one(
+        tokens in 1..100_000u64,
+        capacity in 1..1_000_000u64,
+        size in 0..200_000u64,
+    ) {
+        let most = most(tokens, capacity);
+        prop_assert!(most <= tokens && most <= capacity / MAX_SHARE);
+        if capacity < MIN_LEASED_LIMIT {
+            prop_assert_eq!(most, 0);
+            prop_assert_eq!(first(most), 0);
+            prop_assert_eq!(grow(size, most), 0);
+        } else {
+            prop_assert!(most >= 1);
+            prop_assert!((1..=most).contains(&first(most)));
+            prop_assert!(first(most) * 8 >= most);
+            prop_assert!((1..=most).contains(&grow(size, most)));
+        }
+        prop_assert!(shrink(size) >= 1 && shrink(size) <= size.max(1));
+    }
+
+    /// A holder spending `rate` units per lease (as many as its traffic uses within a ttl): each
+    /// lease doubles while it is spent and halves when units come back, so it never holds more than
+    /// twice the largest rate seen (or the first lease's size) nor more than its most, and an idle
+    /// holder's leases halve one after the other.
+    #[test]
+    fn a_lease_ramps_to_the_rate_and_holds_at_most_twice_it(
+        tokens in 1..10_000u64,
+        capacity in 20..1_000_000u64,
+        rates in prop::collection::vec(0..5_000u64, 1..60),
+    ) {
+        let most = most(tokens, capacity);
+        let mut size = first(most);
+        let mut fastest = 0;
+        for rate in rates {
+            prop_assert!(size <= most);
+            prop_assert!(size <= first(most).max(2 * fastest), "{} over {}", size, fastest);
+            fastest = fastest.max(rate);
+            let next = if size <= rate { grow(size, most) } else { shrink(size) };
+            if size > rate {
+                prop_assert!(next <= (size / 2).max(1));
+            }
+            size = next;
+        }
+        // A steady rate at or above the most is leased the most within log2(FIRST_SHARE) + 1 leases.
+        let mut size = first(most);
+        for _ in 0..4 {
+            size = grow(size, most);
+        }
+        prop_assert_eq!(size, most);
     }
 }

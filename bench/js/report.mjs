@@ -108,7 +108,22 @@ ${table(
 )}`;
 }
 
-function leaseMarkdown({ rows, lease }, { lease: { cellMs } }) {
+/** The idle row of section 3b: admitted of the limit when some leasing clients go idle, beside the peer. */
+function idleMarkdown({ rows, clients, idleClients, lease }) {
+  const share = (lib) => (lib ? `${lib.admitted} (${num((100 * lib.under) / rows[0].limit)} % under, ${lib.over} over)` : "—");
+  const worst = Math.max(...rows.map((row) => row.leased.under / row.limit));
+  return `Worst under-admission seen when some clients go idle: ${clients} clients (an instance each) on one identifier
+of limit ${rows[0].limit} decide together (15, 30 or 50 decisions each, a run each, the worst kept); then ${idleClients} of them go
+idle keeping their leases (\`lease: { tokens: ${lease.tokens}, ttl: "${lease.ttl}" }\`, at most a tenth of the limit each) and the
+others decide until denied. **Worst: ${num(100 * worst)} % of the limit withheld**, and never one admission over it.
+
+${table(
+  ["algorithm", "leased: admitted of the limit", "peer: admitted of the limit"],
+  rows.map((row) => [row.algorithm, share(row.leased), share(row.peer)]),
+)}`;
+}
+
+function leaseMarkdown({ rows, lease, idle }, { lease: { cellMs } }) {
   const body = rows.map(({ callers, edgelimit: o, leased: l, peer: p, leasedRatio }) => [
     callers,
     `${num(o.requests.median)} / ${num(l.requests.median)} / ${num(p.requests.median)}`,
@@ -128,7 +143,9 @@ requests per decision counted at \`fetch\` (the peer's auto-pipelining batches c
 ${table(
   ["callers", "requests per decision (edgelimit / leased / peer)", "decisions/s (edgelimit / leased / peer)", "leased / peer", "edgelimit p50 / p99 ms", "leased p50 / p99 ms", "peer p50 / p99 ms"],
   body,
-)}`;
+)}
+
+${idleMarkdown(idle)}`;
 }
 
 function nativeMarkdown(native) {

@@ -5,7 +5,7 @@ mod memory;
 mod outcome;
 mod protected;
 
-pub use lease::{LeaseBackend, Leased};
+pub use lease::{Closing, LeaseBackend, Leased, Renewal};
 pub use memory::MemoryBackend;
 pub use outcome::Outcome;
 pub(crate) use protected::protected;

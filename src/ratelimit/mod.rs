@@ -16,7 +16,6 @@ mod local_counts;
 mod protection;
 mod settings;
 
-use answer::both;
 pub use answer::{FailMode, Pending, Reason, Remaining, Response};
 pub use ephemeral_cache::{EphemeralCache, DEFAULT_CACHE_BYTES};
 pub use headers::{rate_limit_headers, HeaderOptions, HeaderStyle};
@@ -26,13 +25,13 @@ pub(crate) use settings::{with_dynamic_capacity, HasSettings};
 pub use settings::{Configure, Settings, DEFAULT_CACHE_SIZE, DEFAULT_PREFIX};
 
 use crate::algorithm::{Algorithm, Cost};
-use crate::backend::Backend;
+use crate::backend::{Backend, Closing, Renewal};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::identifier::SharedKeys;
 use crate::key_layout::KeyLayout;
 use deadline::Deadline;
-use lease::{Leases, Returned, Taken};
+use lease::{Leases, Taken};
 use local_counts::LocalCounts;
 use std::future::Future;
 use std::sync::Arc;
@@ -139,18 +138,23 @@ impl Ratelimit {
         self.leases.as_ref().map_or(0, |leases| leases.len())
     }
 
-    /// Ends every lease this limit holds: the returned work gives their unused units back to the
-    /// store (hand it to `waitUntil`, or await it before an instance stops).
+    /// Ends every lease this limit holds: the returned work closes them, one after the other, giving
+    /// their unused units back to the store (hand it to `waitUntil`, or await it before an instance
+    /// stops).
     pub fn return_leases(&self) -> Pending {
         let returns: Vec<_> = self.leases.as_ref().map_or_else(Vec::new, |leases| {
             leases
                 .end_all()
                 .into_iter()
-                .map(|(key, returned)| self.give_back(key.into(), returned))
+                .map(|(key, closing)| self.give_back(key.into(), closing))
                 .collect()
         });
+        // One after the other: it runs after the answers (in `waitUntil`), for the few identifiers
+        // an instance leases.
         Box::pin(async move {
-            futures_util::future::join_all(returns).await;
+            for closing in returns {
+                closing.await;
+            }
         })
     }
 
@@ -274,8 +278,8 @@ impl Ratelimit {
     }
 
     /// The answer to a positive `cost` on `key` with leases: from `key`'s lease when it holds enough,
-    /// else from the store, reserving a lease when `key` is hot; the work returned gives back the
-    /// units of a lease that expired or ran short, or that could not be kept.
+    /// else from the store, which closes the lease that expired or ran short in the same call and
+    /// reserves a new one when `key` is hot; the work returned closes a lease that could not be kept.
     async fn leased(
         &self,
         key: String,
@@ -284,24 +288,30 @@ impl Ratelimit {
     ) -> Result<(Response, Option<Pending>)> {
         let capacity = self.settings.algorithm.capacity();
         let now = self.settings.clock.now_micros();
-        let (want, returned) = match leases.take(&key, cost.get(), capacity, now) {
+        let (want, closing) = match leases.take(&key, cost.get(), capacity, now) {
             Taken::Answered(response) => return Ok((response, None)),
-            Taken::Ask { want, returned } => (want, returned),
+            Taken::Ask { want, closing } => (want, closing),
         };
-        let mut pending = returned.map(|returned| self.give_back(key.clone(), returned));
         if let Some(block) = self.cached_block(&key, cost.get(), now / 1_000) {
+            let pending = (!closing.ids.is_empty()).then(|| self.give_back(key.clone(), closing));
             return Ok((block, pending));
         }
-        let decided = match want {
-            0 => self
-                .decide(&key, cost)
+        let decided = if want == 0 && closing.ids.is_empty() {
+            self.decide(&key, cost)
                 .await
-                .map(|decision| (decision, 0, 0)),
-            want => self.decide_leasing(&key, cost, want).await,
+                .map(|decision| (decision, 0, "".into(), 0))
+        } else {
+            let renewal = Renewal {
+                want,
+                ttl: leases.ttl(),
+                closing,
+            };
+            self.decide_leasing(&key, cost, &renewal).await
         };
         match decided {
-            Ok((decision, units, store_now)) => {
+            Ok((decision, units, id, store_now)) => {
                 let mut response = Response::decided(decision);
+                let mut pending = None;
                 if units > 0 {
                     response.remaining += units as f64;
                     let window_end = match self.settings.algorithm {
@@ -310,64 +320,81 @@ impl Ratelimit {
                         }
                         Algorithm::TokenBucket(_) | Algorithm::Gcra(_) => None,
                     };
-                    let back = leases.granted(&key, units, now, &decision, store_now, window_end);
-                    let back = back.map(|returned| self.give_back(key.clone(), returned));
-                    pending = both(pending, back);
+                    let back =
+                        leases.granted(&key, units, id, now, &decision, store_now, window_end);
+                    pending = back.map(|closing| self.give_back(key.clone(), closing));
                 }
                 self.learn(&key, cost.get(), &decision, now);
                 Ok((response, pending))
             }
             Err(error) if error.is_outage() => {
                 let now_ms = self.settings.clock.now_micros() / 1_000;
-                Ok((self.settings.failed(&error, now_ms), pending))
+                Ok((self.settings.failed(&error, now_ms), None))
             }
-            Err(error) => {
-                if let Some(pending) = pending {
-                    pending.await;
-                }
-                Err(error)
-            }
+            Err(error) => Err(error),
         }
     }
 
-    /// The store's decision of `cost` on `key` reserving up to `want` units for a lease: the decision
-    /// (counting them as used), the units reserved and the store's time of the decision (µs).
+    /// The store's decision of `cost` on `key` closing and reserving leases as `renewal` says: the
+    /// decision (counting the units reserved as used), the units reserved, the lease's id and the
+    /// store's time of the decision (µs). A lease closed by a call that fails stays used until it
+    /// ends (the ledger then drops it): never an admission too many.
     async fn decide_leasing(
         &self,
         key: &str,
         cost: Cost,
-        want: u64,
-    ) -> Result<(Decision, u64, u64)> {
+        renewal: &Renewal,
+    ) -> Result<(Decision, u64, Box<str>, u64)> {
         let (rule, limit_key) = self.decision_rule().await?;
-        let store = self.backend.leases().ok_or_else(|| Error::Unsupported {
-            what: format!("leases in the {} store", self.backend.backend_name()),
-        })?;
+        let store = self.lease_store()?;
         let leased = store
-            .decide_leasing(key, cost, want, rule, limit_key)
+            .decide_leasing(key, cost, rule, limit_key, renewal)
             .await?;
-        Ok((leased.outcome.decision, leased.units, leased.outcome.now))
+        Ok((
+            leased.outcome.decision,
+            leased.units,
+            leased.id,
+            leased.outcome.now,
+        ))
     }
 
-    /// The work giving `returned` units of a lease back to `key`'s limit. A return that fails leaves
-    /// the units used until the window ends or the bucket refills them: never an admission too many.
-    fn give_back(&self, key: String, returned: Returned) -> Pending {
+    /// The store's leases.
+    fn lease_store(&self) -> Result<&dyn crate::backend::LeaseBackend> {
+        self.backend.leases().ok_or_else(|| Error::Unsupported {
+            what: format!("leases in the {} store", self.backend.backend_name()),
+        })
+    }
+
+    /// The work closing the leases of `closing` on `key`, giving their unused units back. A close
+    /// that fails leaves the units used until the window ends or the bucket refills them: never an
+    /// admission too many.
+    fn give_back(&self, key: String, closing: Closing) -> Pending {
         let backend = Arc::clone(&self.backend);
         let algorithm = self.settings.algorithm;
+        let ttl = self
+            .leases
+            .as_ref()
+            .map_or(Duration::ZERO, |leases| leases.ttl());
         let limit_key = match self.settings.key_layout {
             KeyLayout::Cluster => None,
             KeyLayout::Upstash => self.applied_limit_key().map(str::to_owned),
         };
         Box::pin(async move {
             if let Some(store) = backend.leases() {
-                let given = store.give_back(
+                let renewal = Renewal {
+                    want: 0,
+                    ttl,
+                    closing,
+                };
+                let closed = store.decide_leasing(
                     &key,
-                    returned.units,
+                    Cost::PEEK,
                     algorithm,
                     limit_key.as_deref(),
-                    returned.at,
+                    &renewal,
                 );
-                // A failed return only withholds units until they expire (see above).
-                let _ = given.await;
+                // A failed close only withholds units until they expire (see above).
+                let _ = closed.await;
             }
         })
     }
@@ -451,7 +478,12 @@ impl Ratelimit {
             counts.remove(&key);
         }
         if let Some(leases) = &self.leases {
-            leases.void(&key);
+            let voided = leases.void(&key);
+            let (rule, limit_key) = self.decision_rule().await?;
+            let store = self.lease_store()?;
+            return store
+                .reset_leases(&key, rule, limit_key, leases.ttl(), &voided)
+                .await;
         }
         self.backend.reset(&key, self.settings.algorithm).await
     }

@@ -94,41 +94,38 @@ impl<T: Transport> RedisBackend<T> {
         cost: Cost,
         limit_key: Option<&str>,
     ) -> (&'static Script, Vec<String>, Vec<String>, u64) {
-        self.call_at(rule, key, cost, limit_key, None)
-    }
-
-    /// [`RedisBackend::call`], deciding at the time `at` (µs since the epoch) when given, whatever
-    /// the clock the store reads otherwise; the time returned is still the clock's.
-    pub(super) fn call_at(
-        &self,
-        rule: &Algorithm,
-        key: &str,
-        cost: Cost,
-        limit_key: Option<&str>,
-        at: Option<u64>,
-    ) -> (&'static Script, Vec<String>, Vec<String>, u64) {
-        let redis_time = self.redis_time && at.is_none();
-        let now = at.unwrap_or_else(|| self.clock.now_micros());
+        let now = self.clock.now_micros();
         let Call {
             script,
             mut keys,
             args: [a, b, c],
-        } = layout::call(rule, key, now, redis_time);
-        let time = if redis_time {
-            String::new()
-        } else {
-            digits(now)
-        };
-        let mut args = vec![time, digits(a), digits(b), digits(c), decimal(cost)];
+        } = layout::call(rule, key, now, self.redis_time);
+        let mut args = vec![
+            self.time_arg(now),
+            digits(a),
+            digits(b),
+            digits(c),
+            decimal(cost),
+        ];
         if let Some(limit_key) = limit_key {
             keys.push(limit_key.to_owned());
             args.push("1".to_owned());
         }
-        let made = match at {
-            Some(_) => self.clock.now_micros(),
-            None => now,
-        };
-        (script, keys, args, made)
+        (script, keys, args, now)
+    }
+
+    /// The time a script is sent (`ARGV[1]`): `now` (µs), or nothing when it reads Redis's clock.
+    pub(super) fn time_arg(&self, now: u64) -> String {
+        if self.redis_time {
+            String::new()
+        } else {
+            digits(now)
+        }
+    }
+
+    /// The caller's time (µs since the epoch).
+    pub(super) fn now_micros(&self) -> u64 {
+        self.clock.now_micros()
     }
 }
 
@@ -145,7 +142,8 @@ pub(super) fn outcome(
 
 /// [`outcome`], for a call that asked for a lease of up to `want` units when given: the reply then
 /// ends with the units the script leased, which must be what [`Algorithm::lease_room`] allows on the
-/// state it found; the decision counts them as used. Returns the outcome and the units leased.
+/// state it found, and the lease's id; the decision counts the units as used. Returns the outcome
+/// and the units leased.
 pub(super) fn decided(
     rule: Algorithm,
     script: &Script,
@@ -154,8 +152,8 @@ pub(super) fn decided(
     want: Option<u64>,
 ) -> Result<(Outcome, u64)> {
     let all = reply.as_array().unwrap_or_default();
-    let (fields, leased) = match (want, all.split_last()) {
-        (Some(_), Some((last, rest))) => (rest, last.as_u64()),
+    let (fields, leased) = match (want, all) {
+        (Some(_), [rest @ .., units, _id]) => (rest, units.as_u64()),
         _ => (all, None),
     };
     let flag = |index: usize| fields.get(index).and_then(Reply::as_u64);
@@ -222,13 +220,11 @@ impl<T: Transport> Backend for RedisBackend<T> {
         Box::pin(self.run(params, key, cost, limit_key))
     }
 
+    /// Deletes `key`'s state, keeping the units of other instances' live leases counted (see
+    /// [`LeaseBackend::reset_leases`]): a limit that does not lease may share an identifier with
+    /// limits that do.
     fn reset<'a>(&'a self, key: &'a str, params: Algorithm) -> BoxFuture<'a, Result<()>> {
-        Box::pin(async move {
-            let keys = layout::call(&params, key, self.clock.now_micros(), true).keys;
-            let mut command = vec!["DEL"];
-            command.extend(keys.iter().map(String::as_str));
-            self.client.command(&command).await.map(drop)
-        })
+        self.reset_leases(key, params, None, Duration::ZERO, &[])
     }
 
     fn backend_name(&self) -> &str {

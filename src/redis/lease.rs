@@ -1,55 +1,122 @@
-//! [`LeaseBackend`] for [`RedisBackend`]: the algorithms' own scripts reserve a lease (`ARGV[7]`, the
-//! units wanted besides the cost; see `leased` in src/redis/scripts/prelude.lua) and take unused
-//! units back as a refund, so a lease costs no request and no script of its own.
+//! [`LeaseBackend`] for [`RedisBackend`]: the algorithms' own scripts reserve a lease (`ARGV[7..]`,
+//! see `leased` and the ledger in src/redis/scripts/prelude.lua) and close leases, giving their
+//! unused units back as a refund, so a lease costs no request and no script of its own; a reset of a
+//! limit that leases is `lease_reset.lua`.
+//!
+//! Each identifier's leases are recorded in a ledger, `edgelimit-lease|<key>` (a hash, see the
+//! prelude): no key of `@upstash/ratelimit` nor of edgelimit starts so (theirs start with
+//! `<prefix>:`), and it has the hash tag of `<key>`, so that on a Redis Cluster, with
+//! [`KeyLayout::Cluster`](crate::KeyLayout::Cluster), it shares the identifier's slot.
 
 use super::backend::{decided, RedisBackend};
+use super::layout::{self, Call, PRELUDE};
+use super::script::Script;
 use crate::algorithm::{Algorithm, Cost};
-use crate::backend::{LeaseBackend, Leased};
+use crate::backend::{LeaseBackend, Leased, Renewal};
 use crate::error::Result;
 use crate::maybe_send::BoxFuture;
 use crate::transport::Transport;
+use std::time::Duration;
+
+/// The reset of a limit that leases: the identifier's state deleted, the live leases of other
+/// holders counted again.
+pub(crate) static LEASE_RESET: Script = Script::from_parts(
+    "lease reset",
+    &[
+        PRELUDE,
+        include_str!(concat!(env!("OUT_DIR"), "/scripts/lease_reset.lua")),
+    ],
+    include_str!(concat!(env!("OUT_DIR"), "/lease_reset.lua.sha1")),
+);
+
+/// The scripts leases add to the algorithms'.
+pub(crate) static LEASE_SCRIPTS: [&Script; 1] = [&LEASE_RESET];
+
+/// The ledger of `key`'s leases.
+pub(crate) fn ledger_key(key: &str) -> String {
+    format!("edgelimit-lease|{key}")
+}
+
+/// `ARGV[6..]` of a call with a lease, after the five first: the keys sent after the algorithm's
+/// (the ledger, after the dynamic limit's key when `dynamic`), `want`, the ttl (µs) and the units
+/// given back; the ids of the leases closed follow.
+fn lease_args(args: &mut Vec<String>, dynamic: bool, want: u64, ttl: Duration, back: f64) {
+    args.truncate(5);
+    args.push(if dynamic { "3" } else { "2" }.to_owned());
+    args.push(want.to_string());
+    let ttl_micros = u64::try_from(ttl.as_micros()).unwrap_or(u64::MAX);
+    args.push(ttl_micros.to_string());
+    args.push(crate::number::decimal(back));
+}
 
 impl<T: Transport> LeaseBackend for RedisBackend<T> {
     fn decide_leasing<'a>(
         &'a self,
         key: &'a str,
         cost: Cost,
-        want: u64,
         params: Algorithm,
         limit_key: Option<&'a str>,
+        renewal: &'a Renewal,
     ) -> BoxFuture<'a, Result<Leased>> {
         Box::pin(async move {
-            let (script, keys, mut args, now) = self.call(&params, key, cost, limit_key);
-            if limit_key.is_none() {
-                args.push("0".to_owned());
-            }
-            args.push(want.to_string());
+            let (script, mut keys, mut args, now) = self.call(&params, key, cost, limit_key);
+            let closing = &renewal.closing;
+            let (want, ttl) = (renewal.want, renewal.ttl);
+            lease_args(&mut args, limit_key.is_some(), want, ttl, closing.units);
+            args.extend(closing.ids.iter().map(|id| id.to_string()));
+            keys.push(ledger_key(key));
             let reply = script
                 .run(self.client(), &keys, &args, self.elapsed_since(now))
                 .await?;
             let (outcome, units) = decided(params, script, &reply, cost, Some(want))?;
-            Ok(Leased { outcome, units })
+            let id = reply
+                .as_array()
+                .and_then(|fields| fields.last())
+                .and_then(|id| id.as_str())
+                .unwrap_or_default();
+            Ok(Leased {
+                outcome,
+                units,
+                id: id.into(),
+            })
         })
     }
 
-    /// A refund of `units` by the algorithm's script: at the time `at` for the window algorithms, so
-    /// that it reaches the reservation's window and only it (a later window's count never held them).
-    fn give_back<'a>(
+    fn reset_leases<'a>(
         &'a self,
         key: &'a str,
-        units: f64,
         params: Algorithm,
         limit_key: Option<&'a str>,
-        at: u64,
+        ttl: Duration,
+        voided: &'a [Box<str>],
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            let refund = params.cost(-units)?;
-            let at = match params {
-                Algorithm::FixedWindow(_) | Algorithm::SlidingWindow(_) => Some(at),
-                Algorithm::TokenBucket(_) | Algorithm::Gcra(_) => None,
+            let now = self.now_micros();
+            let Call {
+                mut keys,
+                args: [a, b, c],
+                ..
+            } = layout::call(&params, key, now, true);
+            let kind = match params {
+                Algorithm::FixedWindow(_) => "fixed",
+                Algorithm::SlidingWindow(_) => "sliding",
+                Algorithm::TokenBucket(_) => "bucket",
+                Algorithm::Gcra(_) => "gcra",
             };
-            let (script, keys, args, now) = self.call_at(&params, key, refund, limit_key, at);
-            script
+            let mut args = vec![
+                self.time_arg(now),
+                a.to_string(),
+                b.to_string(),
+                c.to_string(),
+                kind.to_owned(),
+            ];
+            if let Some(limit_key) = limit_key {
+                keys.push(limit_key.to_owned());
+            }
+            lease_args(&mut args, limit_key.is_some(), 0, ttl, 0.0);
+            args.extend(voided.iter().map(|id| id.to_string()));
+            keys.push(ledger_key(key));
+            LEASE_RESET
                 .run(self.client(), &keys, &args, self.elapsed_since(now))
                 .await
                 .map(drop)

@@ -24,10 +24,13 @@ pub use rest::RestClient;
 pub use script::Script;
 
 /// Every script this build of the crate may send: each algorithm's ([`SCRIPTS`]), its guarded variant
-/// ([`GUARDED_SCRIPTS`]) and, with the `multi-region` feature, those of
-/// [`MultiRegionRatelimit`](crate::multi_region::MultiRegionRatelimit).
+/// ([`GUARDED_SCRIPTS`]), the reset of a limit that leases and, with the `multi-region` feature, those
+/// of [`MultiRegionRatelimit`](crate::multi_region::MultiRegionRatelimit).
 pub fn scripts() -> impl Iterator<Item = &'static Script> {
-    let scripts = SCRIPTS.iter().chain(GUARDED_SCRIPTS.iter());
+    let scripts = SCRIPTS
+        .iter()
+        .chain(GUARDED_SCRIPTS.iter())
+        .chain(lease::LEASE_SCRIPTS.iter());
     #[cfg(feature = "multi-region")]
     let scripts = scripts.chain(MULTI_REGION_SCRIPTS.iter());
     scripts.copied()

@@ -210,6 +210,17 @@ impl JsRatelimit {
     pub fn reset_used_tokens(&self, identifier: JsValue) -> Promise {
         methods::reset_used_tokens("Ratelimit.resetUsedTokens", &self.inner, &identifier)
     }
+
+    /// `returnLeases()`: ends every lease this instance holds (`lease`); a Promise, never rejected,
+    /// that settles once their unused units are given back to Redis (hand it to `waitUntil`).
+    #[wasm_bindgen(js_name = returnLeases)]
+    pub fn return_leases(&self) -> Promise {
+        let work = self.inner.return_leases();
+        promise(Box::pin(async move {
+            work.await;
+            Ok(JsValue::UNDEFINED)
+        }))
+    }
 }
 
 #[wasm_bindgen(js_class = Ratelimit)]

@@ -1,6 +1,7 @@
 // Leases (`lease: { tokens, ttl }`) in the npm package: separate instances on one identifier through the
 // real gateway never admit past the limit, whatever the algorithm; a hot identifier costs a fraction of
-// a request per decision; bad leases throw naming the field.
+// a request per decision; `returnLeases()` gives unused units back; a reset by another instance keeps
+// a holder's live lease counted; bad leases throw naming the field.
 //
 //   bash scripts/with_gateway.sh node --test tests/js/lease.test.mjs
 import { test } from "node:test";
@@ -65,6 +66,39 @@ test("a hot identifier costs at most a tenth of a request per decision", { skip 
     }
     assert.ok(counter.requests / decisions <= 0.1, `${name}: ${counter.requests} requests`);
   }
+});
+
+test("returnLeases() gives every unused unit back, and a reset keeps a holder's live lease counted", { skip }, async () => {
+  for (const [name, limiter] of Object.entries(limiters())) {
+    const prefix = `${run}:return:${name}`;
+    const make = (lease) => new Ratelimit({ redis: new Redis({ url, token }), limiter, prefix, ephemeralCache: false, lease });
+    const holder = make({ tokens: 20, ttl: "1 s" });
+    const other = make(undefined);
+    for (let i = 0; i < 3; i++) {
+      const { success, pending } = await holder.limit("k");
+      await pending;
+      assert.ok(success, name);
+    }
+    // Three admitted; the lease taken on the second holds units the others see as used.
+    const before = (await other.getRemaining("k")).remaining;
+    assert.ok(before < LIMIT - 3, `${name}: ${before} left while the lease is held`);
+    const returned = holder.returnLeases();
+    assert.ok(returned instanceof Promise, name);
+    assert.equal(await returned, undefined);
+    const after = (await other.getRemaining("k")).remaining;
+    assert.ok(after >= LIMIT - 3 && after <= LIMIT - 2, `${name}: ${after} left once returned`);
+    // Returned twice: nothing more comes back.
+    await holder.returnLeases();
+    assert.equal((await other.getRemaining("k")).remaining, after, name);
+
+    // A reset by another instance keeps what the holder still holds counted, so it can spend it.
+    for (let i = 0; i < 3; i++) await (await holder.limit("k")).pending;
+    await other.resetUsedTokens("k");
+    const held = LIMIT - (await other.getRemaining("k")).remaining;
+    assert.ok(held >= 1, `${name}: ${held} still held after the reset`);
+    await holder.returnLeases();
+  }
+  assert.equal(await new Ratelimit({ redis: new Redis({ url, token }), limiter: Ratelimit.fixedWindow(10, "1 s") }).returnLeases(), undefined, "without leases");
 });
 
 test("bad leases throw naming the field", { skip }, () => {

@@ -12,17 +12,22 @@
 //! before any of them is handed out, every instance, leasing or not, `@upstash/ratelimit` included,
 //! sees them as used: the units admitted across a fleet never pass what the algorithm admits.
 //!
-//! Unused units go back when the lease expires or is renewed, by the next decision on the identifier
-//! in this instance, in its [`Pending`](super::Pending) work (so `waitUntil` carries it), or all at
-//! once with [`Ratelimit::return_leases`](super::Ratelimit::return_leases). A return is the
-//! algorithm's refund, which never makes a count negative nor a bucket more than full.
-//!
+//! Every lease is recorded in the identifier's ledger in Redis (src/redis/lease.rs: per lease id, its
+//! units, its end and its window), and closed by its holder: by the call that renews it, by the next
+//! decision on the identifier once it expired (either way in the same script call as that decision),
+//! in [`Pending`](super::Pending) work when it cannot be kept, or all at once with
+//! [`Ratelimit::return_leases`](super::Ratelimit::return_leases). A close gives back the units the
+//! holder did not spend, at most what the ledger still records for the lease: the algorithm's refund,
+//! which never makes a count negative nor a bucket more than full. A lease the ledger no longer holds
+//! (voided by a reset, closed already, or dropped `ttl` after it ended) gives nothing back, so no close
+//! ever creates units.
+
 //! # Per algorithm
 //!
 //! - **Fixed window**: the units are an `INCRBY` of the window's counter (the peer's key). A lease
 //!   expires at the end of the window it was taken in, at the latest, so a unit is only ever spent in
-//!   the window that counted it. A return refunds that window's counter (the script is sent the
-//!   reservation's time), never a later one, whose count never held the units.
+//!   the window that counted it. A return refunds that window's counter (the ledger keeps the
+//!   lease's window), never a later one, whose count never held the units.
 //! - **Sliding window**: the units are added to the current window's counter, as an admitted request
 //!   is, and the lease expires with that window. Units counted in window `w` weigh on `w + 1` as its
 //!   previous window; a return after `w` ended lowers that weight to what was truly admitted in `w`,
@@ -48,21 +53,39 @@
 //!
 //! # What leasing costs, bounded
 //!
-//! Units held by an instance that does not use them are refused to others until its lease ends.
-//! That under-admission is bounded per lease: a lease holds at most
-//! `min(tokens, limit / MAX_SHARE, observed rate × ttl)` units (see [`size`]); a limit below
+//! Units held by an instance that does not use them are refused to others until its lease is closed.
+//! A lease holds at most `min(tokens, limit / MAX_SHARE)` units ([`most`]); a limit below
 //! [`MIN_LEASED_LIMIT`] is never leased; an identifier is leased only once it has been decided twice
-//! within `ttl` in this instance. So at most `limit / MAX_SHARE` units per instance and identifier
-//! are withheld, for at most `ttl` — or, when an instance dies holding a lease, until its window ends
-//! (windows) or the bucket refills them (token bucket, GCRA): never for good.
+//! within `ttl` in this instance. Sizes adapt to the identifier's rate in this instance: the first
+//! lease is an eighth of the most ([`first`]), each lease spent before it expired is followed by one
+//! twice as large ([`grow`]), each that expired with units unused by one half as large ([`shrink`]).
+//! So a lease holds at most twice what the instance spent of the previous one, or the first size:
+//! an instance whose traffic stops withholds at most that, until its next decision on the
+//! identifier closes the lease, or [`Ratelimit::return_leases`](super::Ratelimit::return_leases).
 //!
-//! `resetUsedTokens` voids this instance's leases without returning them. Other instances' leases
-//! still answer until they expire (at most `ttl`), and their returns refund the fresh count: after a
-//! reset, a fleet may admit up to the units other instances held at the reset beyond the limit.
+//! An instance that dies holding a lease never closes it, and nobody else can: only the holder knew
+//! how many of its units it had admitted, and giving back units it had spent would admit them twice.
+//! So the ledger drops such a lease `ttl` after it ended without a refund, and its units come back
+//! when the window ends (window algorithms) or as the bucket refills (token bucket, GCRA): at most one
+//! lease per dead instance and identifier, never for good. (Returning them at the lease's end would
+//! need what the holder spent, which it tells nobody without a request per decision.)
+//!
+//! # Resets
+//!
+//! `resetUsedTokens` forgets what an identifier used except the units other instances hold in live
+//! leases, which they may still spend without asking Redis: the reset script (`lease_reset.lua`)
+//! deletes the state and counts those units again, from the ledger. The resetting instance drops its
+//! own lease on the identifier (its ids are voided in the ledger, not counted). So after a reset the
+//! fleet still admits at most the limit; what the reset does not give back is, per live lease, the
+//! units its holder had spent before the reset, until the lease is closed (then the units it spent
+//! before the reset stay counted until the window ends or the bucket refills). Every reset by
+//! edgelimit, leasing or not, keeps live leases counted; a reset by `@upstash/ratelimit` (or any
+//! plain `DEL`) does not, and a fleet may then admit, beyond the limit, up to the units the holders
+//! had not spent at that reset.
 
 mod held;
 
-pub(super) use held::{Leases, Returned, Taken};
+pub(super) use held::{Leases, Taken};
 
 use crate::algorithm::{Algorithm, Policy};
 use crate::error::{Error, Result};
@@ -130,20 +153,33 @@ pub(crate) fn window_ms(algorithm: &Algorithm) -> u64 {
     }
 }
 
-/// How many units a lease asks for: `seen` units decided in `elapsed` µs, scaled to `ttl` µs (the
-/// rate observed), at most `tokens` and `capacity / MAX_SHARE`; 0 below [`MIN_LEASED_LIMIT`] or when
-/// fewer than one unit is expected within `ttl`.
-pub fn size(tokens: u64, capacity: u64, ttl: u64, seen: f64, elapsed: u64) -> u64 {
-    if capacity < MIN_LEASED_LIMIT || seen <= 0.0 {
+/// The most units one lease of `tokens` holds under a limit of `capacity`: `tokens`, at most
+/// `capacity / MAX_SHARE`; 0 (never leased) below [`MIN_LEASED_LIMIT`].
+pub fn most(tokens: u64, capacity: u64) -> u64 {
+    if capacity < MIN_LEASED_LIMIT {
         return 0;
     }
-    let expected = (seen * ttl as f64 / elapsed.max(1) as f64).floor();
-    let most = tokens.min(capacity / MAX_SHARE);
-    if expected >= most as f64 {
-        most
-    } else {
-        expected as u64
-    }
+    tokens.min(capacity / MAX_SHARE)
+}
+
+/// The share of [`most`] the first lease of a key asks for: `most / FIRST_SHARE`, rounded up.
+pub const FIRST_SHARE: u64 = 8;
+
+/// The size of a key's first lease: an eighth of `most` (at least 1 when `most` is).
+pub fn first(most: u64) -> u64 {
+    most.div_ceil(FIRST_SHARE)
+}
+
+/// The size of the lease after one of `size` units that was spent before it expired: twice as many,
+/// at most `most`.
+pub fn grow(size: u64, most: u64) -> u64 {
+    size.saturating_mul(2).max(first(most)).min(most)
+}
+
+/// The size of the lease after one of `size` units that expired with units unused: half as many, at
+/// least 1.
+pub fn shrink(size: u64) -> u64 {
+    (size / 2).max(1)
 }
 
 #[cfg(test)]
@@ -200,19 +236,18 @@ mod tests {
     }
 
     #[test]
-    fn a_lease_is_at_most_a_share_of_the_limit_and_what_the_rate_uses() {
-        let second = 1_000_000;
-        assert_eq!(size(20, 19, second, 1_000.0, 1), 0, "a small limit");
-        assert_eq!(size(20, 20, second, 1_000.0, 1), 2, "a tenth of 20");
-        assert_eq!(size(20, 1_000, second, 1_000.0, 1), 20, "the tokens");
-        assert_eq!(size(500, 1_000, second, 1e9, 1), 100, "a tenth of 1000");
-        // 5 units in half a second: 10 within a second.
-        assert_eq!(size(20, 1_000, second, 5.0, second / 2), 10);
-        assert_eq!(
-            size(20, 1_000, second, 1.0, 2 * second),
-            0,
-            "under one a ttl"
-        );
-        assert_eq!(size(20, 1_000, second, 0.0, 1), 0);
+    fn a_lease_starts_at_an_eighth_of_its_most_and_doubles_up_to_it() {
+        assert_eq!(most(20, 19), 0, "a small limit");
+        assert_eq!(most(20, 20), 2, "a tenth of 20");
+        assert_eq!(most(20, 1_000), 20, "the tokens");
+        assert_eq!(most(500, 1_000), 100, "a tenth of 1000");
+        assert_eq!(first(0), 0);
+        assert_eq!(first(2), 1);
+        assert_eq!(first(100), 13);
+        assert_eq!(grow(13, 100), 26);
+        assert_eq!(grow(80, 100), 100);
+        assert_eq!(grow(0, 0), 0);
+        assert_eq!(shrink(13), 6);
+        assert_eq!(shrink(1), 1);
     }
 }

@@ -3,9 +3,9 @@
 -- counting denied requests too. Mirrors FixedWindow::acquire in fixed_window.rs.
 -- KEYS: counters of consecutive windows, KEYS[1] being window ARGV[2].
 -- ARGV: now (µs or ""), window of KEYS[1], window length (ms), limit, cost.
--- ARGV[6] = '1' when the last key is the dynamic limit (see the prelude); ARGV[7], a lease's size.
+-- ARGV[6], the keys after the algorithm's (see the prelude); with a ledger, ARGV[7..], a lease's.
 -- Reply: {allowed (0/1), now (µs), limit applied, window, count stored before this request (as text)},
--- then, with a lease, the units leased.
+-- then, with a lease, the units leased and the lease's id.
 local now = now_micros()
 local limit, failed = capacity(tonumber(ARGV[4]))
 if failed then
@@ -14,6 +14,19 @@ end
 local keys_from, window_ms, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[5])
 local window = math.floor(math.floor(now / 1000) / window_ms)
 local key = window_of(keys_from, window)
+if lease_key then
+  local _, bad_ledger = lease_entries(now)
+  if bad_ledger then
+    return bad_ledger
+  end
+  -- A lease's units go back to its own window only: a later window never counted them.
+  lease_close(function(units, at)
+    local held = counter(key)
+    if at == window and held and held > 0 then
+      add_count(key, -math.min(held, units), window_ms)
+    end
+  end)
+end
 -- A negative count is credit the peer's refunds left: honoured, and never taken away by a refund.
 local used, text, bad = counter(key)
 if bad then
@@ -41,4 +54,5 @@ elseif cost > 0 then
 end
 
 add_count(key, delta, window_ms)
-return lease_reply({allowed, now, limit, window, text}, extra)
+local id = lease_key and lease_open(now, extra, math.min(now + tonumber(ARGV[8]), (window + 1) * window_ms * 1000), window)
+return lease_reply({allowed, now, limit, window, text}, extra, id)

@@ -3,9 +3,11 @@
 -- gcra.rs.
 -- KEYS[1]: the TAT, a string of whole microseconds since the epoch, at most 2^53 - 1.
 -- ARGV: now (µs or ""), emission interval (µs), tolerance (µs), burst, cost.
--- ARGV[6] = '1' when the last key is the dynamic limit (see the prelude), which replaces the burst;
--- ARGV[7], a lease's size.
--- Reply: {allowed (0/1), now (µs), burst applied, stored TAT or -1 if none}, then, with a lease, the units leased.
+-- ARGV[6], the keys after the algorithm's (see the prelude; a dynamic limit replaces the burst);
+-- with a ledger, ARGV[7..], a lease's.
+-- Reply: {allowed (0/1), now (µs), burst applied, stored TAT or -1 if none}, then, with a lease, the
+-- units leased and the lease's id. Units a closed lease gave back are stored before the request is
+-- decided, and the reply reports the TAT with them.
 local now = now_micros()
 local interval, tolerance, burst, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 if dynamic_key ~= nil then
@@ -29,6 +31,32 @@ if text and stored == nil then
 end
 local tat = math.max(stored or now, now)
 
+-- Stores `written` as the TAT: none once it is not ahead of now.
+local function store(written)
+  if written > now then
+    redis.call('SET', KEYS[1], string.format('%d', written), 'PX', math.ceil((written - now) / 1000) + 1000)
+  else
+    redis.call('DEL', KEYS[1])
+  end
+end
+
+if lease_key then
+  local _, bad_ledger = lease_entries(now)
+  if bad_ledger then
+    return bad_ledger
+  end
+  -- What a closed lease gives back moves the TAT back, never before now.
+  local back = 0
+  lease_close(function(units)
+    back = back + units
+  end)
+  if back > 0 and tat > now then
+    tat = math.max(tat - math.floor(back * interval), now)
+    store(tat)
+    stored = tat > now and tat or nil
+  end
+end
+
 local allowed, written, extra = 1, nil, 0
 if cost < 0 then
   written = math.max(tat - math.floor(-cost * interval), now)
@@ -45,10 +73,7 @@ elseif cost > 0 then
 end
 
 if written ~= nil then
-  if written > now then
-    redis.call('SET', KEYS[1], string.format('%d', written), 'PX', math.ceil((written - now) / 1000) + 1000)
-  else
-    redis.call('DEL', KEYS[1])
-  end
+  store(written)
 end
-return lease_reply({allowed, now, burst, stored or -1}, extra)
+local id = lease_key and lease_open(now, extra, now + tonumber(ARGV[8]), 0)
+return lease_reply({allowed, now, burst, stored or -1}, extra, id)

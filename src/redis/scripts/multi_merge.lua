@@ -3,7 +3,8 @@
 -- and its given cost, a join, so that merging twice or in any order gives the same hash. A hash without
 -- an expiry gets one.
 -- KEYS[1]: the hash.
--- ARGV: TTL of a new hash (ms), then id, cost pairs (ARGV[6] is an id, never '1': no dynamic limit).
+-- ARGV: TTL of a new hash (ms), then id, cost pairs (ARGV[6] is an id, never '1', '2' or '3': no dynamic
+-- limit nor lease ledger).
 -- Reply: how many ids were written; a stored cost that is no finite number writes none (CORRUPTSTATE).
 local key = KEYS[1]
 local stored_costs = {}

@@ -97,9 +97,9 @@ local function add_count(key, delta, ttl_ms)
   end
 end
 
--- A lease (src/ratelimit/lease/mod.rs): with ARGV[7], an admitted cost also takes up to ARGV[7] whole
+-- A lease (src/ratelimit/lease/mod.rs): with a ledger, an admitted cost also takes up to ARGV[7] whole
 -- units more, as many as `spare` (what the limit has left after the cost) allows; the algorithm's
--- reply then ends with how many it took (`lease_reply`).
+-- reply then ends with how many it took and the lease's id (`lease_reply`).
 local function leased(spare)
   local want = tonumber(ARGV[7])
   if want == nil or spare <= 0 then
@@ -108,19 +108,92 @@ local function leased(spare)
   return math.min(want, math.floor(spare))
 end
 
-local function lease_reply(reply, extra)
-  if ARGV[7] then
+-- ARGV[6] says which keys follow the algorithm's: '1' @upstash/ratelimit's dynamic limit
+-- (`<prefix>:dynamic:global`), '2' the identifier's lease ledger (src/redis/lease.rs), '3' both, the
+-- dynamic limit first.
+local lease_key = nil
+if ARGV[6] == '2' or ARGV[6] == '3' then
+  lease_key = KEYS[#KEYS]
+end
+local dynamic_key = nil
+if ARGV[6] == '1' or ARGV[6] == '3' then
+  dynamic_key = KEYS[#KEYS - (lease_key and 1 or 0)]
+end
+local state_keys = #KEYS - (dynamic_key and 1 or 0) - (lease_key and 1 or 0)
+
+-- The ledger is a hash: per lease id (`<µs>.<n>`, n from the field `n`), "<units> <end µs> <window>":
+-- the whole units reserved, when the lease ends, and the window it was taken in (window algorithms).
+-- ARGV[8] is the leases' ttl (µs), ARGV[9] the units given back, ARGV[10..] the ids of the leases
+-- their holder closes. A lease ended for longer than the ttl is dropped with no refund: its units
+-- stay used until the window ends or the bucket refills them, since only its holder knew how many
+-- of them it had spent.
+
+-- The live leases at `now` (a list of {units, end, window, id}), after dropping those ended for
+-- longer than the ttl; or nil and a CORRUPTSTATE reply.
+local function lease_entries(now)
+  local all, failed = read(lease_key, 'a lease ledger', 'HGETALL')
+  if failed then
+    return nil, failed
+  end
+  local ttl, live = tonumber(ARGV[8]), {}
+  for i = 1, #all, 2 do
+    local id, value = all[i], all[i + 1]
+    if id ~= 'n' then
+      local units, ends, window = string.match(value, '^(%d+) (%d+) (%d+)$')
+      if units == nil then
+        return nil, corrupt(lease_key, 'holds ' .. shown(id) .. ' = ' .. shown(value) .. ', not a lease')
+      end
+      ends = tonumber(ends)
+      if ends + ttl <= now then
+        redis.call('HDEL', lease_key, id)
+      elseif ends > now then
+        live[#live + 1] = {tonumber(units), ends, tonumber(window), id}
+      end
+    end
+  end
+  return live
+end
+
+-- Closes the leases ARGV[10..]: each still in the ledger gives back at most its own units of the
+-- ARGV[9] returned, by `give(units, window)`; one not found (dropped, or voided by a reset) gives
+-- nothing back, so a return never makes units its lease did not take.
+local function lease_close(give)
+  local left = tonumber(ARGV[9]) or 0
+  for i = 10, #ARGV do
+    local value = redis.call('HGET', lease_key, ARGV[i])
+    if value then
+      redis.call('HDEL', lease_key, ARGV[i])
+      local units, _, window = string.match(value, '^(%d+) (%d+) (%d+)$')
+      local back = math.min(left, tonumber(units) or 0)
+      if back > 0 then
+        give(back, tonumber(window))
+        left = left - back
+      end
+    end
+  end
+end
+
+-- Records a lease of `units` taken at `now` in `window`, ending at `ends` (µs); returns its id.
+local function lease_open(now, units, ends, window)
+  if units <= 0 then
+    return ''
+  end
+  local id = string.format('%d.%d', now, redis.call('HINCRBY', lease_key, 'n', 1))
+  redis.call('HSET', lease_key, id, string.format('%d %d %d', units, ends, window))
+  local keep = math.ceil((ends - now + tonumber(ARGV[8])) / 1000) + 1000
+  if redis.call('PTTL', lease_key) < keep then
+    redis.call('PEXPIRE', lease_key, keep)
+  end
+  return id
+end
+
+local function lease_reply(reply, extra, id)
+  if lease_key then
     reply[#reply + 1] = extra
+    reply[#reply + 1] = id
   end
   return reply
 end
-
--- With ARGV[6] = '1', the last key is @upstash/ratelimit's dynamic limit (`<prefix>:dynamic:global`).
-local dynamic_key = nil
-if ARGV[6] == '1' then
-  dynamic_key = KEYS[#KEYS]
-end
-local state_keys = #KEYS - (dynamic_key and 1 or 0)
 
 -- The capacity to apply: the dynamic limit when one is stored, else `configured`; or nil and a
 -- CORRUPTSTATE reply when the stored limit is no number. A stored limit that @upstash/ratelimit

@@ -5,9 +5,9 @@
 -- Mirrors SlidingWindow::acquire in sliding_window.rs.
 -- KEYS: counters of consecutive windows, KEYS[1] being window ARGV[2].
 -- ARGV: now (µs or ""), window of KEYS[1], window length (ms), limit, cost.
--- ARGV[6] = '1' when the last key is the dynamic limit (see the prelude); ARGV[7], a lease's size.
+-- ARGV[6], the keys after the algorithm's (see the prelude); with a ledger, ARGV[7..], a lease's.
 -- Reply: {allowed (0/1), now (µs), limit applied, window, current count before this request, previous
--- count}, the counts as text; then, with a lease, the units leased.
+-- count}, the counts as text; then, with a lease, the units leased and the lease's id.
 local now = now_micros()
 local limit, failed = capacity(tonumber(ARGV[4]), true)
 if failed then
@@ -18,6 +18,21 @@ local ms = math.floor(now / 1000)
 local window = math.floor(ms / window_ms)
 local current_key = window_of(keys_from, window)
 local previous_key = window_of(keys_from, window - 1)
+if lease_key then
+  local _, bad_ledger = lease_entries(now)
+  if bad_ledger then
+    return bad_ledger
+  end
+  -- A lease's units go back to the window that counted them: the current one, or the previous one,
+  -- whose weight then counts only what was admitted in it.
+  lease_close(function(units, at)
+    local target = (at == window and current_key) or (at == window - 1 and previous_key) or nil
+    local held = target and counter(target)
+    if held and held > 0 then
+      add_count(target, -math.min(held, units), window_ms * 2 + 1000)
+    end
+  end)
+end
 local current, current_text, bad = counter(current_key)
 if bad then
   return bad
@@ -46,4 +61,5 @@ elseif cost > 0 then
   end
 end
 
-return lease_reply({allowed, now, limit, window, current_text, previous_text}, extra)
+local id = lease_key and lease_open(now, extra, math.min(now + tonumber(ARGV[8]), (window + 1) * window_ms * 1000), window)
+return lease_reply({allowed, now, limit, window, current_text, previous_text}, extra, id)

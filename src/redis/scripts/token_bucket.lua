@@ -5,9 +5,10 @@
 -- Mirrors TokenBucket::acquire in token_bucket.rs.
 -- KEYS[1]: the bucket, a hash {refilledAt (ms), tokens}.
 -- ARGV: now (µs or ""), max tokens, interval (ms), refill rate, cost.
--- ARGV[6] = '1' when the last key is the dynamic limit (see the prelude); ARGV[7], a lease's size.
+-- ARGV[6], the keys after the algorithm's (see the prelude); with a ledger, ARGV[7..], a lease's.
 -- Reply: {allowed (0/1), now (µs), max tokens applied, stored refilledAt or -1 if none, stored tokens as a string},
--- then, with a lease, the units leased.
+-- then, with a lease, the units leased and the lease's id. Tokens a closed lease gave back are stored
+-- before the request is decided, and the reply reports the bucket with them.
 local now = now_micros()
 local max_tokens, failed = capacity(tonumber(ARGV[2]))
 if failed then
@@ -49,6 +50,42 @@ if not fresh then
   end
 end
 
+-- Writes `written` tokens at `bucket_at` (ms): none stored when full.
+local function store(written)
+  if written == max_tokens then
+    redis.call('DEL', KEYS[1])
+  else
+    redis.call('HSET', KEYS[1], 'refilledAt', string.format('%d', bucket_at), 'tokens', string.format('%.17g', written))
+    local full_at = bucket_at + interval
+    if written < max_tokens then
+      full_at = bucket_at + math.ceil((max_tokens - written) / rate) * interval
+    end
+    -- A debt may take longer than any expiry Redis keeps: at most 2^53 - 1 ms.
+    redis.call('PEXPIRE', KEYS[1], string.format('%d', math.min(full_at - ms + 1000, 9007199254740991)))
+  end
+end
+
+if lease_key then
+  local _, bad_ledger = lease_entries(now)
+  if bad_ledger then
+    return bad_ledger
+  end
+  -- What a closed lease gives back is a refund: never above a full bucket.
+  local back = 0
+  lease_close(function(units)
+    back = back + units
+  end)
+  local refunded = math.min(math.max(max_tokens, level), level + back)
+  if refunded ~= level then
+    level = refunded
+    store(level)
+    refilled_at, tokens = bucket_at, level
+    if level == max_tokens then
+      refilled_at = nil
+    end
+  end
+end
+
 local allowed, written, extra = 1, nil, 0
 if cost < 0 then
   written = math.min(math.max(max_tokens, level), level - cost)
@@ -64,19 +101,10 @@ elseif cost > 0 then
 end
 
 if written ~= nil then
-  if written == max_tokens then
-    redis.call('DEL', KEYS[1])
-  else
-    redis.call('HSET', KEYS[1], 'refilledAt', string.format('%d', bucket_at), 'tokens', string.format('%.17g', written))
-    local full_at = bucket_at + interval
-    if written < max_tokens then
-      full_at = bucket_at + math.ceil((max_tokens - written) / rate) * interval
-    end
-    -- A debt may take longer than any expiry Redis keeps: at most 2^53 - 1 ms.
-    redis.call('PEXPIRE', KEYS[1], string.format('%d', math.min(full_at - ms + 1000, 9007199254740991)))
-  end
+  store(written)
 end
+local id = lease_key and lease_open(now, extra, now + tonumber(ARGV[8]), 0)
 if refilled_at == nil then
-  return lease_reply({allowed, now, max_tokens, -1, ''}, extra)
+  return lease_reply({allowed, now, max_tokens, -1, ''}, extra, id)
 end
-return lease_reply({allowed, now, max_tokens, refilled_at, string.format('%.17g', tokens)}, extra)
+return lease_reply({allowed, now, max_tokens, refilled_at, string.format('%.17g', tokens)}, extra, id)
