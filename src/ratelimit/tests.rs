@@ -742,7 +742,12 @@ fn an_answer_at_once_is_the_answer_of_limit() {
             let now = clock.now_micros();
             let answer = at_once.limit_at_once(identifier, 1.0, now, &mut key);
             let expected = pollster::block_on(awaited.limit(identifier, 1.0)).unwrap();
-            assert_eq!(answer.unwrap().unwrap(), expected, "{} step {step}", algorithm.name());
+            assert_eq!(
+                answer.unwrap().unwrap(),
+                expected,
+                "{} step {step}",
+                algorithm.name()
+            );
             clock.advance(Duration::from_millis(1_700));
         }
     }
@@ -756,7 +761,11 @@ fn an_answer_at_once_is_refused_where_it_would_need_the_network_or_leave_work() 
     let mut key = String::new();
     let now = clock.now_micros();
     assert!(remote.limit_at_once("u", 1.0, now, &mut key).is_none());
-    assert_eq!(calls.load(Ordering::SeqCst), 0, "a store that is not in process is not asked");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        0,
+        "a store that is not in process is not asked"
+    );
 
     let counted = Ratelimit::new(memory(&clock), fixed(3, 60))
         .with_local_counts(10)
@@ -772,9 +781,24 @@ fn an_answer_at_once_is_refused_where_it_would_need_the_network_or_leave_work() 
         local.limit_at_once("u", 0.5, now, &mut key),
         Some(Err(Error::InvalidCost { .. }))
     ));
-    assert!(local.limit_at_once("u", 1.0, now, &mut key).unwrap().unwrap().success);
-    let denied = local.limit_at_once("u", 1.0, now, &mut key).unwrap().unwrap();
+    assert!(
+        local
+            .limit_at_once("u", 1.0, now, &mut key)
+            .unwrap()
+            .unwrap()
+            .success
+    );
+    let denied = local
+        .limit_at_once("u", 1.0, now, &mut key)
+        .unwrap()
+        .unwrap();
     assert_eq!((denied.success, denied.reason), (false, None));
-    let cached = local.limit_at_once("u", 1.0, now, &mut key).unwrap().unwrap();
-    assert_eq!((cached.success, cached.reason), (false, Some(Reason::CacheBlock)));
+    let cached = local
+        .limit_at_once("u", 1.0, now, &mut key)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (cached.success, cached.reason),
+        (false, Some(Reason::CacheBlock))
+    );
 }
