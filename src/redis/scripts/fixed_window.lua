@@ -14,6 +14,22 @@ end
 local keys_from, window_ms, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[5])
 local window = math.floor(math.floor(now / 1000) / window_ms)
 local key = window_of(keys_from, window)
+-- The common request, a positive cost with no lease, is counted at once (INCRBY), as the peer's
+-- script counts, rather than read and then counted. What INCRBY refuses to count, and a count past
+-- 2^53 - 1 in size (taken back at once), go the general way below, which reads the value first.
+if cost > 0 and not lease_key then
+  local count = redis.pcall('INCRBY', key, ARGV[5])
+  if type(count) == 'number' then
+    if math.abs(count) <= 9007199254740991 then
+      if redis.call('PTTL', key) < 0 then
+        redis.call('PEXPIRE', key, window_ms)
+      end
+      local allowed = (cost <= limit and count <= limit) and 1 or 0
+      return {allowed, now, limit, window, string.format('%d', count - cost)}
+    end
+    redis.call('DECRBY', key, ARGV[5])
+  end
+end
 if lease_key then
   local _, bad_ledger = lease_entries(now)
   if bad_ledger then

@@ -128,63 +128,68 @@ local state_keys = #KEYS - (dynamic_key and 1 or 0) - (lease_key and 1 or 0)
 -- stay used until the window ends or the bucket refills them, since only its holder knew how many
 -- of them it had spent.
 
--- The live leases at `now` (a list of {units, end, window, id}), after dropping those ended for
--- longer than the ttl; or nil and a CORRUPTSTATE reply.
-local function lease_entries(now)
-  local all, failed = read(lease_key, 'a lease ledger', 'HGETALL')
-  if failed then
-    return nil, failed
-  end
-  local ttl, live = tonumber(ARGV[8]), {}
-  for i = 1, #all, 2 do
-    local id, value = all[i], all[i + 1]
-    if id ~= 'n' then
-      local units, ends, window = string.match(value, '^(%d+) (%d+) (%d+)$')
-      if units == nil then
-        return nil, corrupt(lease_key, 'holds ' .. shown(id) .. ' = ' .. shown(value) .. ', not a lease')
+-- The ledger's functions are made only for a call that has a ledger: making a function costs every
+-- call of the script that runs its definition.
+local lease_entries, lease_close, lease_open
+if lease_key then
+  -- The live leases at `now` (a list of {units, end, window, id}), after dropping those ended for
+  -- longer than the ttl; or nil and a CORRUPTSTATE reply.
+  lease_entries = function(now)
+    local all, failed = read(lease_key, 'a lease ledger', 'HGETALL')
+    if failed then
+      return nil, failed
+    end
+    local ttl, live = tonumber(ARGV[8]), {}
+    for i = 1, #all, 2 do
+      local id, value = all[i], all[i + 1]
+      if id ~= 'n' then
+        local units, ends, window = string.match(value, '^(%d+) (%d+) (%d+)$')
+        if units == nil then
+          return nil, corrupt(lease_key, 'holds ' .. shown(id) .. ' = ' .. shown(value) .. ', not a lease')
+        end
+        ends = tonumber(ends)
+        if ends + ttl <= now then
+          redis.call('HDEL', lease_key, id)
+        elseif ends > now then
+          live[#live + 1] = {tonumber(units), ends, tonumber(window), id}
+        end
       end
-      ends = tonumber(ends)
-      if ends + ttl <= now then
-        redis.call('HDEL', lease_key, id)
-      elseif ends > now then
-        live[#live + 1] = {tonumber(units), ends, tonumber(window), id}
+    end
+    return live
+  end
+
+  -- Closes the leases ARGV[10..]: each still in the ledger gives back at most its own units of the
+  -- ARGV[9] returned, by `give(units, window)`; one not found (dropped, or voided by a reset) gives
+  -- nothing back, so a return never makes units its lease did not take.
+  lease_close = function(give)
+    local left = tonumber(ARGV[9]) or 0
+    for i = 10, #ARGV do
+      local value = redis.call('HGET', lease_key, ARGV[i])
+      if value then
+        redis.call('HDEL', lease_key, ARGV[i])
+        local units, _, window = string.match(value, '^(%d+) (%d+) (%d+)$')
+        local back = math.min(left, tonumber(units) or 0)
+        if back > 0 then
+          give(back, tonumber(window))
+          left = left - back
+        end
       end
     end
   end
-  return live
-end
 
--- Closes the leases ARGV[10..]: each still in the ledger gives back at most its own units of the
--- ARGV[9] returned, by `give(units, window)`; one not found (dropped, or voided by a reset) gives
--- nothing back, so a return never makes units its lease did not take.
-local function lease_close(give)
-  local left = tonumber(ARGV[9]) or 0
-  for i = 10, #ARGV do
-    local value = redis.call('HGET', lease_key, ARGV[i])
-    if value then
-      redis.call('HDEL', lease_key, ARGV[i])
-      local units, _, window = string.match(value, '^(%d+) (%d+) (%d+)$')
-      local back = math.min(left, tonumber(units) or 0)
-      if back > 0 then
-        give(back, tonumber(window))
-        left = left - back
-      end
+  -- Records a lease of `units` taken at `now` in `window`, ending at `ends` (µs); returns its id.
+  lease_open = function(now, units, ends, window)
+    if units <= 0 then
+      return ''
     end
+    local id = string.format('%d.%d', now, redis.call('HINCRBY', lease_key, 'n', 1))
+    redis.call('HSET', lease_key, id, string.format('%d %d %d', units, ends, window))
+    local keep = math.ceil((ends - now + tonumber(ARGV[8])) / 1000) + 1000
+    if redis.call('PTTL', lease_key) < keep then
+      redis.call('PEXPIRE', lease_key, keep)
+    end
+    return id
   end
-end
-
--- Records a lease of `units` taken at `now` in `window`, ending at `ends` (µs); returns its id.
-local function lease_open(now, units, ends, window)
-  if units <= 0 then
-    return ''
-  end
-  local id = string.format('%d.%d', now, redis.call('HINCRBY', lease_key, 'n', 1))
-  redis.call('HSET', lease_key, id, string.format('%d %d %d', units, ends, window))
-  local keep = math.ceil((ends - now + tonumber(ARGV[8])) / 1000) + 1000
-  if redis.call('PTTL', lease_key) < keep then
-    redis.call('PEXPIRE', lease_key, keep)
-  end
-  return id
 end
 
 local function lease_reply(reply, extra, id)
