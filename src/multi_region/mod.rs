@@ -462,9 +462,12 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
         Ok(rule.apply(found.as_ref(), decided.now, cost).decision)
     }
 
-    /// The base key of `identifier` (see [`Settings::key`]).
+    /// The base key of `identifier` (see [`Settings::write_key`]).
     fn key(&self, identifier: &str) -> Result<String> {
-        self.settings.key(identifier, SharedKeys::default())
+        let mut key = String::new();
+        self.settings
+            .write_key(identifier, SharedKeys::default(), &mut key)?;
+        Ok(key)
     }
 }
 

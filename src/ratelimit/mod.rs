@@ -589,7 +589,7 @@ impl Ratelimit {
         Some((response, Some(write)))
     }
 
-    /// The base key of `identifier` (see [`Settings::key`]), refusing the names of the keys the
+    /// The base key of `identifier` (see [`Settings::write_key`]), refusing the names of the keys the
     /// deny list and analytics share when they are on.
     fn key(&self, identifier: &str) -> Result<String> {
         let mut key = String::new();

@@ -77,17 +77,11 @@ impl Settings {
         })
     }
 
-    /// The base key of `identifier`: `<prefix>:<identifier>` (an empty identifier is a key too,
-    /// `<prefix>:`, as the peer makes it) or `<prefix>:{<identifier>}` in the cluster layout. An
-    /// identifier too long, or one that would reach a key `protected` or the dynamic limit share
-    /// between every identifier, is refused.
-    pub(crate) fn key(&self, identifier: &str, protected: SharedKeys) -> Result<String> {
-        let mut key = String::new();
-        self.write_key(identifier, protected, &mut key)?;
-        Ok(key)
-    }
-
-    /// [`Settings::key`] written into `key`, replacing what it held.
+    /// Writes the base key of `identifier` into `key`, replacing what it held (its allocation is
+    /// reused): `<prefix>:<identifier>` (an empty identifier is a key too, `<prefix>:`, as the peer
+    /// makes it) or `<prefix>:{<identifier>}` in the cluster layout. An identifier too long, or one
+    /// that would reach a key `protected` or the dynamic limit share between every identifier, is
+    /// refused.
     pub(crate) fn write_key(
         &self,
         identifier: &str,
