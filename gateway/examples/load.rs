@@ -3,6 +3,9 @@
 //! `load URL TOKEN SHA MODE CONCURRENCY SECONDS` where MODE is `single` (one EVALSHA per
 //! request) or `pipeline16` (16 EVALSHA per `/pipeline` request). Prints Redis commands per
 //! second. Each caller has keys of its own, so that a Redis Cluster spreads them over its masters.
+//!
+//! Each caller keeps one HTTP/1.1 connection of its own, as each `redis-benchmark` client does
+//! (no pool to check out of): the CPU it leaves free is the gateway's.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -10,8 +13,7 @@ use std::time::{Duration, Instant};
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use hyper_util::rt::TokioIo;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -19,7 +21,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let [_, url, token, sha, mode, concurrency, seconds] = args.as_slice() else {
         return Err("usage: load URL TOKEN SHA single|pipeline16 CONCURRENCY SECONDS".into());
     };
-    if !url.starts_with("http://127.0.0.1:") {
+    let Some(address) = url.strip_prefix("http://") else {
+        return Err("loopback URLs only".into());
+    };
+    if !address.starts_with("127.0.0.1:") {
         return Err("loopback URLs only".into());
     }
     let concurrency: usize = concurrency.parse()?;
@@ -40,29 +45,37 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .collect();
         Bytes::from(format!("[{}]", items.join(",")))
     };
-    let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
-    connector.set_nodelay(true);
-    let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new())
-        .pool_max_idle_per_host(concurrency)
-        .build(connector);
-    let uri: hyper::Uri = format!("{url}{path}").parse()?;
     let auth = format!("Bearer {token}");
     let done = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
+    let mut senders = Vec::with_capacity(concurrency);
+    for _ in 0..concurrency {
+        let stream = tokio::net::TcpStream::connect(address).await?;
+        stream.set_nodelay(true)?;
+        let (sender, connection) =
+            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+        tokio::spawn(connection);
+        senders.push(sender);
+    }
     let deadline = Instant::now() + duration;
     let started = Instant::now();
     let mut tasks = Vec::new();
-    for caller in 0..concurrency {
-        let (client, uri, auth, body) = (client.clone(), uri.clone(), auth.clone(), body(caller));
+    for (caller, mut sender) in senders.into_iter().enumerate() {
+        let (address, auth, body) = (address.to_owned(), auth.clone(), body(caller));
         let (done, errors) = (done.clone(), errors.clone());
         tasks.push(tokio::spawn(async move {
             while Instant::now() < deadline {
-                let request = hyper::Request::post(uri.clone())
+                let request = hyper::Request::post(path)
+                    .header("host", &address)
                     .header("authorization", &auth)
                     .header("content-type", "application/json")
                     .body(Full::new(body.clone()));
                 let Ok(request) = request else { break };
-                match client.request(request).await {
+                if sender.ready().await.is_err() {
+                    errors.fetch_add(1, Ordering::Relaxed);
+                    break;
+                }
+                match sender.send_request(request).await {
                     Ok(response) => {
                         let ok = response.status().is_success();
                         let bytes = response.into_body().collect().await.map(|b| b.to_bytes());
@@ -74,6 +87,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     }
                     Err(_) => {
                         errors.fetch_add(1, Ordering::Relaxed);
+                        break;
                     }
                 }
             }

@@ -91,7 +91,7 @@ pub fn error_text(error: &redis::ServerError) -> String {
 }
 
 /// Builds a JSON reply with the given status.
-pub fn json_response(status: StatusCode, body: &serde_json::Value) -> Response {
+pub fn json_response(status: StatusCode, body: &impl serde::Serialize) -> Response {
     let bytes =
         serde_json::to_vec(body).unwrap_or_else(|_| b"{\"error\":\"ERR internal\"}".to_vec());
     let mut response = (status, bytes).into_response();

@@ -1,6 +1,6 @@
 //! Turning request bodies and paths into Redis commands (lists of byte strings).
 
-use serde_json::Value as Json;
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use crate::error::GatewayError;
 
@@ -37,48 +37,106 @@ fn bad(message: impl Into<String>) -> GatewayError {
     GatewayError::BadRequest(message.into())
 }
 
-/// Parses a body that must be JSON.
-fn parse_json(body: &[u8]) -> Result<Json, GatewayError> {
-    serde_json::from_slice(body).map_err(|e| bad(format!("ERR invalid JSON body: {e}")))
+/// A JSON value as a command reads it, parsed by serde_json without a JSON tree: an argument
+/// already in the bytes Redis receives, an array, or what cannot be an argument.
+enum Part {
+    Bytes(Vec<u8>),
+    Array(Vec<Part>),
+    Null,
+    Object,
+    NonFinite,
 }
 
-/// Converts one JSON scalar to the bytes Redis receives.
-///
+impl<'de> Deserialize<'de> for Part {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(PartVisitor)
+    }
+}
+
+struct PartVisitor;
+
 /// Numbers become exact decimal strings: integers as written, other numbers through the
 /// shortest round-trip form without exponent (`1.8e12` becomes `1800000000000`, `10.0` becomes `10`).
-fn scalar(value: &Json, index: usize) -> Result<Vec<u8>, GatewayError> {
-    match value {
-        Json::String(s) => Ok(s.as_bytes().to_vec()),
-        Json::Bool(b) => Ok(if *b {
+impl<'de> Visitor<'de> for PartVisitor {
+    type Value = Part;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Part, E> {
+        Ok(Part::Bytes(v.as_bytes().to_vec()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Part, E> {
+        Ok(Part::Bytes(v.into_bytes()))
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Part, E> {
+        Ok(Part::Bytes(if v {
             b"true".to_vec()
         } else {
             b"false".to_vec()
-        }),
-        Json::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                Ok(i.to_string().into_bytes())
-            } else if let Some(u) = n.as_u64() {
-                Ok(u.to_string().into_bytes())
-            } else {
-                match n.as_f64() {
-                    Some(f) if f.is_finite() => Ok(f.to_string().into_bytes()),
-                    _ => Err(bad(format!("ERR argument {index} is not a finite number"))),
-                }
-            }
+        }))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Part, E> {
+        Ok(Part::Bytes(v.to_string().into_bytes()))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Part, E> {
+        Ok(Part::Bytes(v.to_string().into_bytes()))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Part, E> {
+        Ok(if v.is_finite() {
+            Part::Bytes(v.to_string().into_bytes())
+        } else {
+            Part::NonFinite
+        })
+    }
+
+    fn visit_unit<E>(self) -> Result<Part, E> {
+        Ok(Part::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Part, A::Error> {
+        let mut parts = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+        while let Some(part) = seq.next_element()? {
+            parts.push(part);
         }
-        Json::Null => Err(bad(format!("ERR argument {index} is null"))),
-        Json::Array(_) => Err(bad(format!(
+        Ok(Part::Array(parts))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Part, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Part::Object)
+    }
+}
+
+/// Parses a body that must be JSON.
+fn parse_json(body: &[u8]) -> Result<Part, GatewayError> {
+    serde_json::from_slice(body).map_err(|e| bad(format!("ERR invalid JSON body: {e}")))
+}
+
+/// One argument as Redis receives it.
+fn scalar(part: Part, index: usize) -> Result<Vec<u8>, GatewayError> {
+    match part {
+        Part::Bytes(bytes) => Ok(bytes),
+        Part::NonFinite => Err(bad(format!("ERR argument {index} is not a finite number"))),
+        Part::Null => Err(bad(format!("ERR argument {index} is null"))),
+        Part::Array(_) => Err(bad(format!(
             "ERR argument {index} is an array: arguments must be strings, numbers or booleans"
         ))),
-        Json::Object(_) => Err(bad(format!(
+        Part::Object => Err(bad(format!(
             "ERR argument {index} is an object: arguments must be strings, numbers or booleans"
         ))),
     }
 }
 
 /// Converts a JSON array like `["SET","k","v"]` to a command.
-fn command_from_json(value: &Json) -> Result<Command, GatewayError> {
-    let Json::Array(items) = value else {
+fn command_from_json(part: Part) -> Result<Command, GatewayError> {
+    let Part::Array(items) = part else {
         return Err(bad(
             "ERR a command must be a JSON array of strings, e.g. [\"GET\",\"key\"]",
         ));
@@ -87,9 +145,9 @@ fn command_from_json(value: &Json) -> Result<Command, GatewayError> {
         return Err(bad("ERR empty command"));
     }
     let args = items
-        .iter()
+        .into_iter()
         .enumerate()
-        .map(|(i, v)| scalar(v, i))
+        .map(|(i, part)| scalar(part, i))
         .collect::<Result<Vec<_>, _>>()?;
     if args[0].is_empty() {
         return Err(bad("ERR empty command name"));
@@ -99,12 +157,12 @@ fn command_from_json(value: &Json) -> Result<Command, GatewayError> {
 
 /// Parses the body of `POST /`: one command array.
 pub fn single(body: &[u8]) -> Result<Command, GatewayError> {
-    command_from_json(&parse_json(body)?)
+    command_from_json(parse_json(body)?)
 }
 
 /// Parses the body of `/pipeline` and `/multi-exec`: an array of command arrays.
 pub fn batch(body: &[u8]) -> Result<Vec<Command>, GatewayError> {
-    let Json::Array(items) = parse_json(body)? else {
+    let Part::Array(items) = parse_json(body)? else {
         return Err(bad(
             "ERR a pipeline must be a JSON array of command arrays, e.g. [[\"GET\",\"k\"]]",
         ));
@@ -112,7 +170,7 @@ pub fn batch(body: &[u8]) -> Result<Vec<Command>, GatewayError> {
     if items.is_empty() {
         return Err(bad("ERR empty pipeline"));
     }
-    items.iter().map(command_from_json).collect()
+    items.into_iter().map(command_from_json).collect()
 }
 
 /// Builds a command from a request path (`/set/k/v`), one argument per percent-decoded

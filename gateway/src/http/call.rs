@@ -8,10 +8,9 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
 use axum::response::Response;
 use redis::Value;
-use serde_json::{json, Value as Json};
 
 use super::auth::Grant;
-use super::encoding::{result_item, to_json};
+use super::encoding::{Item, Items, Reply, ResultItem};
 use super::extractors::{Base64, Payload};
 use super::state::App;
 use crate::commands::command::Command;
@@ -53,7 +52,7 @@ impl FromRequest<Arc<App>> for Call {
 
 /// One command of a pipeline: answered already, or waiting for its reply from the shared batch.
 enum Slot {
-    Done(Json),
+    Done(Item),
     Shared(ReplyFix),
 }
 
@@ -99,6 +98,17 @@ impl Call {
         Ok(self.app.scripts.rewrite(command))
     }
 
+    /// The 200 reply of a pipeline or transaction.
+    fn items(&self, items: &[Item]) -> Response {
+        json_response(
+            StatusCode::OK,
+            &Items {
+                items,
+                base64: self.base64,
+            },
+        )
+    }
+
     pub async fn single(&self, mut command: Command) -> Result<Response, GatewayError> {
         let fix = self.prepare(&mut command)?;
         let reply = if policy::is_kill(&command) {
@@ -114,7 +124,10 @@ impl Call {
             Value::ServerError(e) => Err(GatewayError::Redis(error_text(&e))),
             value => Ok(json_response(
                 StatusCode::OK,
-                &json!({ "result": to_json(&value, self.base64) }),
+                &ResultItem(Reply {
+                    value: &value,
+                    base64: self.base64,
+                }),
             )),
         }
     }
@@ -128,10 +141,10 @@ impl Call {
         let mut to_send: Vec<Command> = Vec::with_capacity(commands.len());
         for mut command in commands {
             slots.push(match self.prepare(&mut command) {
-                Err(error) => Slot::Done(error.to_json()),
+                Err(error) => Slot::Done(Item::Error(error.message())),
                 Ok(_) if policy::is_kill(&command) => Slot::Done(match self.kill(&command).await {
-                    Ok(value) => result_item(&value, self.base64),
-                    Err(error) => error.to_json(),
+                    Ok(value) => Item::Reply(value),
+                    Err(error) => Item::Error(error.message()),
                 }),
                 Ok(fix) => {
                     to_send.push(command);
@@ -145,17 +158,17 @@ impl Call {
             self.upstream().pipeline(&to_send).await?
         };
         let mut replies = replies.into_iter();
-        let items: Vec<Json> = slots
+        let items: Vec<Item> = slots
             .into_iter()
             .map(|slot| match slot {
                 Slot::Done(item) => item,
                 Slot::Shared(fix) => match replies.next() {
-                    Some(value) => result_item(&fix.apply(value), self.base64),
-                    None => json!({ "error": "ERR redis sent too few replies" }),
+                    Some(value) => Item::Reply(fix.apply(value)),
+                    None => Item::Error("ERR redis sent too few replies".to_owned()),
                 },
             })
             .collect();
-        Ok(json_response(StatusCode::OK, &Json::Array(items)))
+        Ok(self.items(&items))
     }
 
     pub async fn multi_exec(&self, mut commands: Vec<Command>) -> Result<Response, GatewayError> {
@@ -167,12 +180,12 @@ impl Call {
         let reply = self.upstream().transaction(&commands).await?;
         match reply {
             Value::Array(values) => {
-                let items: Vec<Json> = values
+                let items: Vec<Item> = values
                     .into_iter()
                     .zip(fixes.iter().chain(std::iter::repeat(&ReplyFix::None)))
-                    .map(|(value, fix)| result_item(&fix.apply(value), self.base64))
+                    .map(|(value, fix)| Item::Reply(fix.apply(value)))
                     .collect();
-                Ok(json_response(StatusCode::OK, &Json::Array(items)))
+                Ok(self.items(&items))
             }
             Value::ServerError(e) => Err(GatewayError::Redis(error_text(&e))),
             Value::Nil => Err(GatewayError::Redis(

@@ -1,21 +1,26 @@
 //! Connections to one Redis server: a shared multiplexed connection for single commands and
 //! pipelines, and a small pool of dedicated connections for `/multi-exec`.
 //!
-//! Before a request is written to a connection opened earlier, the socket is peeked: if Redis
-//! has closed it (a restart, `timeout`, `CLIENT KILL`), the request goes to a fresh connection
-//! instead of failing on the dead one. Nothing is ever sent twice.
+//! Before a request is written to a connection opened earlier, its [`Watched`] flag is read: if
+//! Redis has closed it (a restart, `timeout`, `CLIENT KILL`), which the connection's reader sees at
+//! once, the request goes to a fresh connection instead of failing on the dead one. Nothing is
+//! ever sent twice.
 //!
 //! Every connection's socket is [`Bounded`]: each request is written as one batch ending with the
 //! empty command that marks it, and its replies are held to `--max-reply-bytes` as they are read.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{
     AsyncConnectionConfig, Client, Cmd, ConnectionAddr, ConnectionInfo, Pipeline, RedisError, Value,
 };
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::reply_bound::{Bounded, TOO_LARGE};
@@ -61,29 +66,79 @@ pub fn to_cmd(command: &Command) -> Cmd {
     cmd
 }
 
-/// A multiplexed connection and, for TCP, a second handle on its socket to peek at.
+/// A multiplexed connection and whether its socket has closed.
 #[derive(Clone)]
 struct Conn {
     conn: MultiplexedConnection,
-    probe: Option<Arc<std::net::TcpStream>>,
+    closed: Arc<AtomicBool>,
 }
 
 impl Conn {
-    /// Whether Redis has closed the connection (end of stream or a socket error), seen without
-    /// reading or writing anything. Unsent replies waiting in the socket mean it is open.
+    /// Whether Redis has closed the connection (end of stream or a socket error), as its reader
+    /// saw it; no system call.
     fn closed(&self) -> bool {
-        let Some(probe) = &self.probe else {
-            return false;
-        };
-        let mut byte = [0u8; 1];
-        match probe.peek(&mut byte) {
-            Ok(0) => true,
-            Ok(_) => false,
-            Err(e) => !matches!(
-                e.kind(),
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
-            ),
+        self.closed.load(Ordering::Acquire)
+    }
+}
+
+/// A socket that raises a flag once it reads the end of the stream or fails, or is dropped (its
+/// connection's driver has ended). The driver of a multiplexed connection reads all the time,
+/// idle or not, so a connection Redis closed is known as soon as the close arrives.
+struct Watched<S> {
+    inner: S,
+    closed: Arc<AtomicBool>,
+}
+
+impl<S> Watched<S> {
+    fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+    }
+}
+
+impl<S> Drop for Watched<S> {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let result = Pin::new(&mut self.inner).poll_read(cx, buf);
+        match &result {
+            Poll::Ready(Ok(())) if buf.filled().len() == before && buf.remaining() > 0 => {
+                self.close();
+            }
+            Poll::Ready(Err(_)) => self.close(),
+            _ => {}
         }
+        result
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let result = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if matches!(result, Poll::Ready(Err(_))) {
+            self.close();
+        }
+        result
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 
@@ -140,19 +195,21 @@ impl Server {
         result
     }
 
-    /// Opens a connection with a [`Bounded`] socket; for TCP, keeps a second handle on the
-    /// socket to peek at.
+    /// Opens a connection on a [`Watched`], [`Bounded`] socket.
     async fn connect(&self) -> Result<Conn, GatewayError> {
         let connect_timeout = self.timeout.min(CONNECT_TIMEOUT);
+        // Every request has its own deadline (`--timeout-ms`), so the crate's timer per request
+        // would only duplicate it.
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(connect_timeout))
-            .set_response_timeout(Some(self.timeout));
+            .set_response_timeout(None);
         let info = self.client.get_connection_info();
         let unavailable = |e: std::io::Error| GatewayError::Unavailable(e.to_string());
         let connecting = |e: tokio::time::error::Elapsed| {
             GatewayError::Unavailable(format!("connecting to redis timed out ({e})"))
         };
-        let (conn, probe) = match info.addr() {
+        let closed = Arc::new(AtomicBool::new(false));
+        let conn = match info.addr() {
             ConnectionAddr::Tcp(host, port) => {
                 let stream = tokio::time::timeout(
                     connect_timeout,
@@ -162,11 +219,7 @@ impl Server {
                 .map_err(connecting)?
                 .map_err(unavailable)?;
                 stream.set_nodelay(true).map_err(unavailable)?;
-                let socket = stream.into_std().map_err(unavailable)?;
-                let probe = socket.try_clone().map_err(unavailable)?;
-                probe.set_nonblocking(true).map_err(unavailable)?;
-                let stream = tokio::net::TcpStream::from_std(socket).map_err(unavailable)?;
-                (self.handshake(stream, config).await?, Some(Arc::new(probe)))
+                self.handshake(stream, closed.clone(), config).await?
             }
             #[cfg(unix)]
             ConnectionAddr::Unix(path) => {
@@ -175,7 +228,7 @@ impl Server {
                         .await
                         .map_err(connecting)?
                         .map_err(unavailable)?;
-                (self.handshake(stream, config).await?, None)
+                self.handshake(stream, closed.clone(), config).await?
             }
             other => {
                 return Err(GatewayError::Unavailable(format!(
@@ -183,21 +236,28 @@ impl Server {
                 )))
             }
         };
-        Ok(Conn { conn, probe })
+        Ok(Conn { conn, closed })
     }
 
-    /// Sets up a multiplexed connection (AUTH, SELECT, …) on `stream`, made [`Bounded`], and
-    /// starts its driver.
+    /// Sets up a multiplexed connection (AUTH, SELECT, …) on `stream`, made [`Watched`] (raising
+    /// `closed`) and [`Bounded`], and starts its driver.
     async fn handshake<S>(
         &self,
         stream: S,
+        closed: Arc<AtomicBool>,
         config: AsyncConnectionConfig,
     ) -> Result<MultiplexedConnection, GatewayError>
     where
         S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
         let info = self.client.get_connection_info();
-        let stream = Bounded::new(stream, self.max_reply_bytes);
+        let stream = Bounded::new(
+            Watched {
+                inner: stream,
+                closed,
+            },
+            self.max_reply_bytes,
+        );
         let setup = MultiplexedConnection::new_with_config(info.redis_settings(), stream, config);
         let (conn, driver) = tokio::time::timeout(self.timeout.min(CONNECT_TIMEOUT), setup)
             .await
