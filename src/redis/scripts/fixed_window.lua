@@ -31,17 +31,16 @@ if cost > 0 and not lease_key then
   end
 end
 if lease_key then
-  local _, bad_ledger = lease_entries(now)
-  if bad_ledger then
-    return bad_ledger
-  end
   -- A lease's units go back to its own window only: a later window never counted them.
-  lease_close(function(units, at)
+  local _, bad_ledger = lease_settle(now, function(units, at)
     local held = counter(key)
     if at == window and held and held > 0 then
       add_count(key, -math.min(held, units), window_ms)
     end
   end)
+  if bad_ledger then
+    return bad_ledger
+  end
 end
 -- A negative count is credit the peer's refunds left: honoured, and never taken away by a refund.
 local used, text, bad = counter(key)

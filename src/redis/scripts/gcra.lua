@@ -41,15 +41,11 @@ local function store(written)
 end
 
 if lease_key then
-  local _, bad_ledger = lease_entries(now)
+  -- What a closed lease gives back moves the TAT back, never before now.
+  local back, bad_ledger = lease_settle(now)
   if bad_ledger then
     return bad_ledger
   end
-  -- What a closed lease gives back moves the TAT back, never before now.
-  local back = 0
-  lease_close(function(units)
-    back = back + units
-  end)
   if back > 0 and tat > now then
     tat = math.max(tat - math.floor(back * interval), now)
     store(tat)

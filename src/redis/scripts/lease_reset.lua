@@ -18,7 +18,7 @@ local live, bad = lease_entries(now)
 if failed or bad then
   return failed or bad
 end
-lease_close(function() end)
+lease_close()
 for i = 1, state_keys do
   redis.call('DEL', KEYS[i])
 end

@@ -130,7 +130,7 @@ local state_keys = #KEYS - (dynamic_key and 1 or 0) - (lease_key and 1 or 0)
 
 -- The ledger's functions are made only for a call that has a ledger: making a function costs every
 -- call of the script that runs its definition.
-local lease_entries, lease_close, lease_open
+local lease_entries, lease_close, lease_settle, lease_open
 if lease_key then
   -- The live leases at `now` (a list of {units, end, window, id}), after dropping those ended for
   -- longer than the ttl; or nil and a CORRUPTSTATE reply.
@@ -159,10 +159,12 @@ if lease_key then
   end
 
   -- Closes the leases ARGV[10..]: each still in the ledger gives back at most its own units of the
-  -- ARGV[9] returned, by `give(units, window)`; one not found (dropped, or voided by a reset) gives
-  -- nothing back, so a return never makes units its lease did not take.
+  -- ARGV[9] returned, by `give(units, window)` if given; one not found (dropped, or voided by a
+  -- reset) gives nothing back, so a return never makes units its lease did not take. Returns the
+  -- units given back.
   lease_close = function(give)
-    local left = tonumber(ARGV[9]) or 0
+    local returned = tonumber(ARGV[9]) or 0
+    local left = returned
     for i = 10, #ARGV do
       local value = redis.call('HGET', lease_key, ARGV[i])
       if value then
@@ -170,11 +172,25 @@ if lease_key then
         local units, _, window = string.match(value, '^(%d+) (%d+) (%d+)$')
         local back = math.min(left, tonumber(units) or 0)
         if back > 0 then
-          give(back, tonumber(window))
+          if give then
+            give(back, tonumber(window))
+          end
           left = left - back
         end
       end
     end
+    return returned - left
+  end
+
+  -- The ledger checked and cleared of long-ended leases at `now` (`lease_entries`), then the leases
+  -- ARGV[10..] closed (`lease_close`, with `give`): the units given back, or nil and the
+  -- CORRUPTSTATE reply of a bad ledger.
+  lease_settle = function(now, give)
+    local _, bad = lease_entries(now)
+    if bad then
+      return nil, bad
+    end
+    return lease_close(give)
   end
 
   -- Records a lease of `units` taken at `now` in `window`, ending at `ends` (µs); returns its id.

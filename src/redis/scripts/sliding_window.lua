@@ -19,19 +19,18 @@ local window = math.floor(ms / window_ms)
 local current_key = window_of(keys_from, window)
 local previous_key = window_of(keys_from, window - 1)
 if lease_key then
-  local _, bad_ledger = lease_entries(now)
-  if bad_ledger then
-    return bad_ledger
-  end
   -- A lease's units go back to the window that counted them: the current one, or the previous one,
   -- whose weight then counts only what was admitted in it.
-  lease_close(function(units, at)
+  local _, bad_ledger = lease_settle(now, function(units, at)
     local target = (at == window and current_key) or (at == window - 1 and previous_key) or nil
     local held = target and counter(target)
     if held and held > 0 then
       add_count(target, -math.min(held, units), window_ms * 2 + 1000)
     end
   end)
+  if bad_ledger then
+    return bad_ledger
+  end
 end
 local current, current_text, bad = counter(current_key)
 if bad then

@@ -66,15 +66,11 @@ local function store(written)
 end
 
 if lease_key then
-  local _, bad_ledger = lease_entries(now)
+  -- What a closed lease gives back is a refund: never above a full bucket.
+  local back, bad_ledger = lease_settle(now)
   if bad_ledger then
     return bad_ledger
   end
-  -- What a closed lease gives back is a refund: never above a full bucket.
-  local back = 0
-  lease_close(function(units)
-    back = back + units
-  end)
   local refunded = math.min(math.max(max_tokens, level), level + back)
   if refunded ~= level then
     level = refunded
