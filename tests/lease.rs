@@ -1,7 +1,8 @@
 //! Leases against real redis-server through the real gateway: instances with separate stores on one
 //! identifier never admit past the limit, whatever the algorithm; returned leases give their units
 //! back; a holder that dies loses its units only until the window ends or the bucket refills; a hot
-//! identifier costs a fraction of a request per decision.
+//! identifier costs a fraction of a request per decision; a ledger holding anything but leases is
+//! corrupt state, refused and kept.
 
 #![cfg(not(target_arch = "wasm32"))]
 
@@ -392,6 +393,56 @@ async fn on_a_redis_cluster_the_ledger_shares_the_identifiers_slot() {
             }
             let left = limits[1].get_remaining(identifier).await.unwrap().remaining;
             assert!(left >= (LIMIT - 1) as f64, "{name} {identifier}: {left}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_ledger_that_is_no_ledger_is_corrupt_state_to_decisions_and_resets_and_is_kept() {
+    let servers = Servers::start();
+    let junk: [&[&str]; 3] = [
+        &["SET", "not a hash"],
+        &["HSET", "1.1", "three words here"],
+        &["HSET", "1.1", "5 9 x"],
+    ];
+    for rule in hour_limits(LIMIT) {
+        let prefix = format!("lease:corrupt:{}", rule.name());
+        for (index, words) in junk.iter().enumerate() {
+            let identifier = format!("ledger-{index}");
+            let ledger = format!("edgelimit-lease|{prefix}:{identifier}");
+            let mut command = vec![words[0], ledger.as_str()];
+            command.extend_from_slice(&words[1..]);
+            support::command(&servers, &command).await.unwrap();
+            let before = support::command(&servers, &["DUMP", &ledger])
+                .await
+                .unwrap();
+            let (limit, _) = instance(&servers, rule, &prefix, 20);
+            let name = rule.name();
+            // The first decisions do not lease (the identifier is not hot yet) and leave the
+            // ledger alone; the first that leases reads it.
+            let mut decided = Ok(());
+            for _ in 0..10 {
+                decided = limit.limit(&identifier, 1.0).await.map(|_| ());
+                if decided.is_err() {
+                    break;
+                }
+            }
+            match decided {
+                Err(Error::CorruptState { key, message }) => {
+                    assert_eq!(key, ledger, "{name} {index}: {message}");
+                    assert!(message.contains("lease"), "{name} {index}: {message}");
+                }
+                other => panic!("{name} {index}: {other:?}"),
+            }
+            // A reset of a leasing limit reads the ledger too, to keep others' live leases counted.
+            match limit.reset_used_tokens(&identifier).await {
+                Err(Error::CorruptState { key, .. }) => assert_eq!(key, ledger, "{name} {index}"),
+                other => panic!("{name} {index}: reset {other:?}"),
+            }
+            let after = support::command(&servers, &["DUMP", &ledger])
+                .await
+                .unwrap();
+            assert_eq!(before, after, "{name} {index}: the ledger was changed");
         }
     }
 }
