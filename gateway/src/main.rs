@@ -23,9 +23,6 @@ use crate::http::{routes, server};
 use crate::metrics::Metrics;
 use crate::upstream::acl::{self, AclError};
 
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Whether only read-only tokens of `set` reach the database of `target`.
 fn readonly_only(set: &TokenSet, target: &Target) -> bool {
     let Some(index) = set.databases.iter().position(|d| d.target == *target) else {
