@@ -9,16 +9,13 @@
 //!
 //! Neither function is exported by the package's entries: they are the two halves' private seam.
 
-use super::ratelimit::JsRatelimit;
+use super::ratelimit::{JsRatelimit, SLOTS};
 use crate::ratelimit::{Reason, Response};
 use js_sys::Float64Array;
 use wasm_bindgen::prelude::*;
 
 /// The answer of `limitAtOnce` when it did not decide.
 pub const NOT_AT_ONCE: u32 = 0;
-
-/// The numbers of the answer, in the order of the slots: `limit`, `remaining`, `reset`.
-pub const SLOTS: usize = 3;
 
 /// Decides `rate` on `identifier` at `now_ms` (`Date.now()`) when that needs no I/O: the numbers in
 /// the slots and the [`code`] returned; or [`NOT_AT_ONCE`].
@@ -30,7 +27,10 @@ pub fn limit_at_once(ratelimit: &JsRatelimit, identifier: &str, now_ms: f64, rat
     }
     let now_micros = (now_ms as u64).saturating_mul(1_000);
     match ratelimit.decide_at_once(identifier, rate, now_micros) {
-        Some(Ok(response)) => ratelimit.write_slots(&response),
+        Some(Ok(response)) => {
+            ratelimit.write_slots(&response);
+            code(&response)
+        }
         Some(Err(_)) | None => NOT_AT_ONCE,
     }
 }
@@ -55,7 +55,7 @@ pub fn at_once_slots(ratelimit: &JsRatelimit) -> Option<Float64Array> {
 /// The code of a decided `response`: bit 0 set (never [`NOT_AT_ONCE`]), bit 1 `success`, the bits
 /// above the reason (0 none, then `timeout`, `cacheBlock`, `error`, `denyList`: the order of `REASONS`
 /// in `ratelimit.js`).
-pub fn code(response: &Response) -> u32 {
+fn code(response: &Response) -> u32 {
     let reason = match response.reason {
         None => 0,
         Some(Reason::Timeout) => 1,

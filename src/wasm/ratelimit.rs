@@ -3,7 +3,6 @@
 
 use super::algorithms::{self, Kind};
 use super::answers;
-use super::at_once;
 use super::errors::{to_js_error, type_error};
 use super::ip_deny_list;
 use super::limit_methods::{self as methods, JsLimit};
@@ -51,16 +50,20 @@ const RATELIMIT_OPTIONS: [&str; 14] = [
 /// A rate limit: `new Ratelimit({ redis?, limiter, prefix?, keys?, ephemeralCache?, timeout?, failMode?,
 /// dynamicLimits?, enableProtection?, analytics?, denyListThreshold?, lease? })`; `lease: { tokens, ttl }`
 /// leases units of hot identifiers (see `ratelimit::lease`).
+/// The numbers of an answer given in one crossing, in the order of the slots: `limit`, `remaining`,
+/// `reset`.
+pub(super) const SLOTS: usize = 3;
+
 #[wasm_bindgen(js_name = Ratelimit)]
 pub struct JsRatelimit {
     inner: Rc<Ratelimit>,
     /// Protection and analytics, read once: `limit` takes the plain path when both are off.
     protection: protection::ProtectionOptions,
-    /// Whether decisions can be answered in one crossing ([`at_once`]): a store in this process, and
-    /// nothing a decision would leave to do after its answer.
+    /// Whether decisions can be answered in one crossing (`limitAtOnce`, in `at_once.rs`): a store in
+    /// this process, and nothing a decision would leave to do after its answer.
     answers_at_once: bool,
     /// The numbers of the last answer given in one crossing, read by JavaScript in place.
-    slots: Box<[Cell<f64>; at_once::SLOTS]>,
+    slots: Box<[Cell<f64>; SLOTS]>,
     /// The key of the last decision answered in one crossing: its allocation serves the next.
     key: Cell<String>,
 }
@@ -352,8 +355,8 @@ impl JsRatelimit {
         answer
     }
 
-    /// Writes `response`'s numbers into the slots; its [`at_once::code`].
-    pub(super) fn write_slots(&self, response: &Response) -> u32 {
+    /// Writes `response`'s numbers into the slots.
+    pub(super) fn write_slots(&self, response: &Response) {
         let numbers = [
             response.limit as f64,
             response.remaining,
@@ -362,7 +365,6 @@ impl JsRatelimit {
         for (slot, number) in self.slots.iter().zip(numbers) {
             slot.set(number);
         }
-        at_once::code(response)
     }
 
     /// The slots' address in WebAssembly memory, and whether decisions are answered in one crossing.
