@@ -177,11 +177,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
             }
             let (decision, pending) = match self.decide(&key, cost, now).await {
                 Ok(decided) => decided,
-                Err(error) if !error.is_outage() => return Err(error),
-                Err(error) => {
-                    let response = self.settings.failed(&error, now_ms);
-                    return Ok((response, settled()));
-                }
+                Err(error) => return Ok((self.settings.failed(error, now_ms)?, settled())),
             };
             if let Some(cache) = &self.settings.cache {
                 cache.learn(&key, rate, &decision, now_ms);

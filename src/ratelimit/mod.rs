@@ -224,11 +224,9 @@ impl Ratelimit {
                 if let Some(counts) = &self.local_counts {
                     counts.remove(&key); // nothing learnt: the backend is asked next time
                 }
-                if !error.is_outage() {
-                    return Err(error);
-                }
                 let now_micros = cached_now.unwrap_or_else(|| self.settings.clock.now_micros());
-                Ok((self.settings.failed(&error, now_micros / 1_000), None))
+                let response = self.settings.failed(error, now_micros / 1_000)?;
+                Ok((response, None))
             }
         }
     }
@@ -272,8 +270,7 @@ impl Ratelimit {
                 self.learn(key, rate, &outcome.decision, now_micros);
                 Ok(Response::decided(outcome.decision))
             }
-            Err(error) if error.is_outage() => Ok(self.settings.failed(&error, now_micros / 1_000)),
-            Err(error) => Err(error),
+            Err(error) => self.settings.failed(error, now_micros / 1_000),
         })
     }
 
@@ -327,11 +324,10 @@ impl Ratelimit {
                 self.learn(&key, cost.get(), &decision, now);
                 Ok((response, pending))
             }
-            Err(error) if error.is_outage() => {
+            Err(error) => {
                 let now_ms = self.settings.clock.now_micros() / 1_000;
-                Ok((self.settings.failed(&error, now_ms), None))
+                Ok((self.settings.failed(error, now_ms)?, None))
             }
-            Err(error) => Err(error),
         }
     }
 

@@ -109,9 +109,18 @@ impl Settings {
         self.algorithm.cost(rate)
     }
 
-    /// The fail mode's answer to the outage `error` at `now_ms`.
-    pub(crate) fn failed(&self, error: &Error, now_ms: u64) -> Response {
-        Response::failed(self.fail_mode, self.algorithm.capacity(), error, now_ms)
+    /// The fail mode's answer to `error` at `now_ms` when it is an outage ([`Error::is_outage`]);
+    /// any other error is returned as it is, so that the fail mode never answers for one.
+    pub(crate) fn failed(&self, error: Error, now_ms: u64) -> Result<Response> {
+        if !error.is_outage() {
+            return Err(error);
+        }
+        Ok(Response::failed(
+            self.fail_mode,
+            self.algorithm.capacity(),
+            &error,
+            now_ms,
+        ))
     }
 }
 

@@ -50,10 +50,7 @@ impl Ratelimit {
         let (decision, found) = match (decided, found) {
             (Ok(decision), Ok(found)) => (decision, found),
             (Err(error), _) | (_, Err(error)) => {
-                if !error.is_outage() {
-                    return Err(error);
-                }
-                let response = self.settings.failed(&error, now_ms);
+                let response = self.settings.failed(error, now_ms)?;
                 let pending = event(response.success);
                 return Ok(Answer {
                     response,

@@ -340,9 +340,8 @@ impl Ratelimit {
                 let value = index.and_then(|index| values.get(index)).cloned();
                 Ok(answer(denied_response(), value, None))
             }
-            Err(error) if !error.is_outage() => Err(error),
             Err(error) => {
-                let response = self.settings.failed(&error, now_ms);
+                let response = self.settings.failed(error, now_ms)?;
                 let pending = event(response.success);
                 Ok(answer(response, None, pending))
             }
