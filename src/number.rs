@@ -13,12 +13,6 @@ pub(crate) fn decimal(value: f64) -> String {
     value.to_string()
 }
 
-/// `value` in decimal, as a script's argument or in a key. Written by `itoa` (which the replies' JSON
-/// parser uses too): core's formatting machinery costs several times more, on every decision.
-pub(crate) fn digits(value: u64) -> String {
-    itoa::Buffer::new().format(value).to_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -143,7 +143,14 @@ pub async fn decide<T: Transport>(
             [rule.capacity(), rule.interval_ms(), rule.refill_rate()],
         ),
     };
-    let reply = script.run(client, &keys, &args, elapsed).await?;
+    let reply = script
+        .run(
+            client,
+            &keys.iter().collect(),
+            &args.iter().collect(),
+            elapsed,
+        )
+        .await?;
     let fields = reply.as_array().unwrap_or_default();
     let number = |index: usize| fields.get(index).and_then(Reply::as_u64);
     let (Some(allowed @ 0..=1), Some(now), Some(limit)) = (number(0), number(1), number(2)) else {
@@ -195,7 +202,12 @@ pub async fn merge<T: Transport>(
     // A merge runs in `pending`, which no answer waits for: its EVAL after a NOSCRIPT gets a whole
     // timeout of its own.
     MULTI_MERGE
-        .run(client, &[key.to_owned()], &args, || Duration::ZERO)
+        .run(
+            client,
+            &std::iter::once(key).collect(),
+            &args.iter().collect(),
+            || Duration::ZERO,
+        )
         .await
 }
 

@@ -1,5 +1,6 @@
 //! `RedisBackend`: every algorithm as one atomic Lua script, one HTTP request per decision.
 
+use super::command::Strings;
 use super::corrupt::corrupt;
 use super::dynamic_limit;
 use super::layout::{self, Call};
@@ -11,7 +12,6 @@ use crate::backend::{Backend, LeaseBackend, Outcome, ProtectedBackend};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{quote, Error, Result};
 use crate::maybe_send::BoxFuture;
-use crate::number::digits;
 use crate::transport::Transport;
 use std::sync::Arc;
 use std::time::Duration;
@@ -72,7 +72,10 @@ impl<T: Transport> RedisBackend<T> {
         cost: Cost,
         limit_key: Option<&str>,
     ) -> Result<Outcome> {
-        let (script, keys, args, now) = self.call(&rule, key, cost, limit_key);
+        let (script, keys, mut args, now) = self.call(&rule, key, cost, limit_key);
+        if limit_key.is_some() {
+            args.push("1");
+        }
         let reply = script
             .run(&self.client, &keys, &args, self.elapsed_since(now))
             .await?;
@@ -85,42 +88,40 @@ impl<T: Transport> RedisBackend<T> {
         move || Duration::from_micros(self.clock.now_micros().saturating_sub(start))
     }
 
-    /// The script deciding `cost` on `key` under `rule`, its keys, its arguments and the time they
-    /// were made at (µs since the epoch).
+    /// The script deciding `cost` on `key` under `rule`, its keys (`limit_key` last, if given), its
+    /// five first arguments and the time they were made at (µs since the epoch).
     pub(super) fn call(
         &self,
         rule: &Algorithm,
         key: &str,
         cost: Cost,
         limit_key: Option<&str>,
-    ) -> (&'static Script, Vec<String>, Vec<String>, u64) {
+    ) -> (&'static Script, Strings, Strings, u64) {
         let now = self.clock.now_micros();
         let Call {
             script,
             mut keys,
             args: [a, b, c],
         } = layout::call(rule, key, now, self.redis_time);
-        let mut args = vec![
-            self.time_arg(now),
-            digits(a),
-            digits(b),
-            digits(c),
-            decimal(cost),
-        ];
+        let mut args = self.time_arg(now);
+        args.push_number(a).push_number(b).push_number(c);
+        args.push(&decimal(cost));
         if let Some(limit_key) = limit_key {
-            keys.push(limit_key.to_owned());
-            args.push("1".to_owned());
+            keys.push(limit_key);
         }
         (script, keys, args, now)
     }
 
-    /// The time a script is sent (`ARGV[1]`): `now` (µs), or nothing when it reads Redis's clock.
-    pub(super) fn time_arg(&self, now: u64) -> String {
+    /// Arguments starting with the time a script is sent (`ARGV[1]`): `now` (µs), or nothing when
+    /// it reads Redis's clock.
+    pub(super) fn time_arg(&self, now: u64) -> Strings {
+        let mut args = Strings::new();
         if self.redis_time {
-            String::new()
+            args.push("");
         } else {
-            digits(now)
+            args.push_number(now);
         }
+        args
     }
 
     /// The caller's time (µs since the epoch).

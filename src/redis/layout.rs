@@ -4,6 +4,7 @@
 //! Key names follow `@upstash/ratelimit` 2.x for the algorithms it has: `<key>:<window>` for the window
 //! counters, `<key>` for the token bucket hash. GCRA, which the peer lacks, uses `<key>:gcra`.
 
+use super::command::Strings;
 use super::reply::Reply;
 use super::rest::malformed;
 use super::script::Script;
@@ -11,7 +12,6 @@ use crate::algorithm::{
     Algorithm, FixedWindowState, GcraState, Policy, SlidingWindowState, State, TokenBucketState,
 };
 use crate::error::Result;
-use crate::number::digits;
 
 /// The prelude every script starts with, as sent (see build.rs).
 pub(super) const PRELUDE: &str = include_str!(concat!(env!("OUT_DIR"), "/scripts/prelude.lua"));
@@ -56,7 +56,7 @@ pub(crate) struct Call {
     /// The script deciding a request.
     pub script: &'static Script,
     /// Its keys.
-    pub keys: Vec<String>,
+    pub keys: Strings,
     /// `ARGV[2..=4]`: for window algorithms the first window sent, the window length (ms) and the
     /// limit; for the token bucket its capacity, interval (ms) and refill rate; for GCRA the emission
     /// interval and the tolerance (µs), and the burst.
@@ -76,9 +76,13 @@ pub(crate) fn call(rule: &Algorithm, key: &str, now: u64, wide: bool) -> Call {
         let from = window.saturating_sub(history + margin);
         Call {
             script,
-            keys: (from..=window + margin)
-                .map(|window| [key, ":", &digits(window)].concat())
-                .collect(),
+            keys: {
+                let mut keys = Strings::new();
+                for window in from..=window + margin {
+                    keys.push_joined(&[key, ":", itoa::Buffer::new().format(window)]);
+                }
+                keys
+            },
             args: [from, window_ms, rule.capacity()],
         }
     };
@@ -91,12 +95,16 @@ pub(crate) fn call(rule: &Algorithm, key: &str, now: u64, wide: bool) -> Call {
         }
         Algorithm::TokenBucket(rule) => Call {
             script: &TOKEN_BUCKET,
-            keys: vec![key.to_owned()],
+            keys: std::iter::once(key).collect(),
             args: [rule.capacity(), rule.interval_ms(), rule.refill_rate()],
         },
         Algorithm::Gcra(rule) => Call {
             script: &GCRA,
-            keys: vec![[key, ":gcra"].concat()],
+            keys: {
+                let mut keys = Strings::new();
+                keys.push_joined(&[key, ":gcra"]);
+                keys
+            },
             args: [rule.emission_interval(), rule.tolerance(), rule.capacity()],
         },
     }

@@ -9,6 +9,7 @@
 //! [`KeyLayout::Cluster`](crate::KeyLayout::Cluster), it shares the identifier's slot.
 
 use super::backend::{decided, RedisBackend};
+use super::command::Strings;
 use super::layout::{self, Call, PRELUDE};
 use super::script::Script;
 use crate::algorithm::{Algorithm, Cost};
@@ -40,13 +41,12 @@ pub(crate) fn ledger_key(key: &str) -> String {
 /// `ARGV[6..]` of a call with a lease, after the five first: the keys sent after the algorithm's
 /// (the ledger, after the dynamic limit's key when `dynamic`), `want`, the ttl (µs) and the units
 /// given back; the ids of the leases closed follow.
-fn lease_args(args: &mut Vec<String>, dynamic: bool, want: u64, ttl: Duration, back: f64) {
-    args.truncate(5);
-    args.push(if dynamic { "3" } else { "2" }.to_owned());
-    args.push(want.to_string());
+fn lease_args(args: &mut Strings, dynamic: bool, want: u64, ttl: Duration, back: f64) {
     let ttl_micros = u64::try_from(ttl.as_micros()).unwrap_or(u64::MAX);
-    args.push(ttl_micros.to_string());
-    args.push(crate::number::decimal(back));
+    args.push(if dynamic { "3" } else { "2" })
+        .push_number(want)
+        .push_number(ttl_micros)
+        .push(&crate::number::decimal(back));
 }
 
 impl<T: Transport> LeaseBackend for RedisBackend<T> {
@@ -63,8 +63,10 @@ impl<T: Transport> LeaseBackend for RedisBackend<T> {
             let closing = &renewal.closing;
             let (want, ttl) = (renewal.want, renewal.ttl);
             lease_args(&mut args, limit_key.is_some(), want, ttl, closing.units);
-            args.extend(closing.ids.iter().map(|id| id.to_string()));
-            keys.push(ledger_key(key));
+            for id in &closing.ids {
+                args.push(id);
+            }
+            keys.push(&ledger_key(key));
             let reply = script
                 .run(self.client(), &keys, &args, self.elapsed_since(now))
                 .await?;
@@ -103,19 +105,16 @@ impl<T: Transport> LeaseBackend for RedisBackend<T> {
                 Algorithm::TokenBucket(_) => "bucket",
                 Algorithm::Gcra(_) => "gcra",
             };
-            let mut args = vec![
-                self.time_arg(now),
-                a.to_string(),
-                b.to_string(),
-                c.to_string(),
-                kind.to_owned(),
-            ];
+            let mut args = self.time_arg(now);
+            args.push_number(a).push_number(b).push_number(c).push(kind);
             if let Some(limit_key) = limit_key {
-                keys.push(limit_key.to_owned());
+                keys.push(limit_key);
             }
             lease_args(&mut args, limit_key.is_some(), 0, ttl, 0.0);
-            args.extend(voided.iter().map(|id| id.to_string()));
-            keys.push(ledger_key(key));
+            for id in voided {
+                args.push(id);
+            }
+            keys.push(&ledger_key(key));
             LEASE_RESET
                 .run(self.client(), &keys, &args, self.elapsed_since(now))
                 .await

@@ -1,6 +1,7 @@
 //! Redis over the Upstash REST protocol: the client, the scripts, and [`RedisBackend`].
 
 mod backend;
+mod command;
 mod corrupt;
 mod dynamic_limit;
 mod layout;
@@ -13,6 +14,7 @@ mod script;
 #[cfg(feature = "multi-region")]
 pub(crate) use backend::read_limit;
 pub use backend::RedisBackend;
+pub use command::Strings;
 #[cfg(feature = "multi-region")]
 pub use layout::MULTI_REGION_SCRIPTS;
 pub use layout::SCRIPTS;

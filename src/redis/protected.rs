@@ -85,19 +85,23 @@ impl<T: Transport> RedisBackend<T> {
         guard: Guard<'_>,
     ) -> Result<Guarded> {
         let (_, mut keys, mut args, now) = self.call(&rule, key, cost, limit_key);
+        if limit_key.is_some() {
+            args.push("1");
+        }
         let script = guarded(&rule);
         let values = guard.deny_list.map_or(&[][..], |(_, values)| values);
         if let Some((deny_key, _)) = guard.deny_list {
-            keys.push(deny_key.to_owned());
-            args.extend_from_slice(values);
+            keys.push(deny_key);
+            for value in values {
+                args.push(value);
+            }
         }
         if let Some(events) = guard.events {
-            keys.push(events.key.to_owned());
-            args.push(events.admitted.to_owned());
-            args.push(events.limited.to_owned());
+            keys.push(events.key);
+            args.push(events.admitted).push(events.limited);
         }
-        args.push(values.len().to_string());
-        args.push(if guard.events.is_some() { "1" } else { "0" }.to_owned());
+        args.push_number(values.len() as u64);
+        args.push(if guard.events.is_some() { "1" } else { "0" });
         let reply = script
             .run(self.client(), &keys, &args, self.elapsed_since(now))
             .await?;

@@ -1,7 +1,7 @@
 //! The Upstash REST protocol over a [`Transport`]: commands out as JSON, replies and errors back typed.
 //!
-//! Commands go out as JSON arrays of strings written by serde_json; replies come back as [`Reply`]s,
-//! read by serde_json straight from the body.
+//! Commands go out as JSON arrays of strings (see [`super::command`]); replies come back as
+//! [`Reply`]s, read by serde_json straight from the body.
 
 use super::reply::Reply;
 use crate::error::{Error, Result};
@@ -52,7 +52,7 @@ const MAX_BATCH_BYTES: usize = 256 * 1024;
 /// A command waiting for its batch: its JSON array of strings, and where its batch is handed.
 struct Queued {
     command: String,
-    /// What is left of its call's time, for an EVAL after NOSCRIPT (see [`RestClient::command_within`]).
+    /// What is left of its call's time, for an EVAL after NOSCRIPT (see [`RestClient::send`]).
     within: Option<Duration>,
     batch: oneshot::Sender<(Batch, usize)>,
 }
@@ -88,22 +88,21 @@ impl<T: Transport> RestClient<T> {
 
     /// Runs one command, its name then its arguments; Redis errors come back as [`Error::Redis`].
     pub async fn command(&self, command: &[&str]) -> Result<Reply> {
-        self.run(json_array(command), None).await
-    }
-
-    /// Runs one command answering a timeout after `within` at most (see [`Transport::post_within`]):
-    /// for a retry that must fit in what is left of its call's time. Coalesced as any other command,
-    /// so that concurrent retries keep their order in one request; the request then answers within
-    /// the least time any of its commands has left.
-    pub async fn command_within(&self, command: &[&str], within: Duration) -> Result<Reply> {
-        self.run(json_array(command), Some(within)).await
+        self.send(json_array(command), None).await
     }
 
     /// Runs `commands` (each its name then its arguments) as one MULTI/EXEC transaction, a
     /// `/multi-exec` request of its own: each command's result, or the first error (the request's, or
     /// a command's Redis error).
     pub async fn transaction(&self, commands: &[Vec<&str>]) -> Result<Vec<Reply>> {
-        let body = serde_json::to_string(commands).unwrap_or_default();
+        let mut body = String::from("[");
+        for (index, command) in commands.iter().enumerate() {
+            if index > 0 {
+                body.push(',');
+            }
+            body += &json_array(command);
+        }
+        body.push(']');
         let reply = self.transport.post("/multi-exec", body).await?;
         decode_pipeline(reply, commands.len())?
             .into_iter()
@@ -126,8 +125,11 @@ impl<T: Transport> RestClient<T> {
         })
     }
 
-    /// Runs `command` (a JSON array), alone or coalesced with the commands queued in this tick.
-    async fn run(&self, command: String, within: Option<Duration>) -> Result<Reply> {
+    /// Runs `command` (a JSON array), alone or coalesced with the commands queued in this tick,
+    /// answering a timeout after `within` if given (see [`Transport::post_within`]): for a retry that
+    /// must fit in what is left of its call's time. A request then answers within the least time any
+    /// of its commands has left, and concurrent retries keep their order in it.
+    pub(super) async fn send(&self, command: String, within: Option<Duration>) -> Result<Reply> {
         if !self.coalesce {
             return self.alone(command, within).await;
         }
@@ -161,7 +163,7 @@ impl<T: Transport> RestClient<T> {
                 queued.next()
             })
             .collect();
-            self.send(batch);
+            self.start(batch);
         }
         // The batch is handed over in the same step that takes the queue, so it always arrives.
         let (batch, index) = batch.await.map_err(|oneshot::Canceled| Error::Network {
@@ -176,7 +178,7 @@ impl<T: Transport> RestClient<T> {
 
     /// Starts one `/pipeline` request for `queued` and hands each caller the shared request and the
     /// place of its reply; the request runs while any of them waits for it.
-    fn send(&self, queued: Vec<Queued>) {
+    fn start(&self, queued: Vec<Queued>) {
         let mut body = String::with_capacity(
             2 + queued
                 .iter()
@@ -226,10 +228,10 @@ impl<T: Transport> RestClient<T> {
     }
 }
 
-/// `command` as a JSON array of strings, written by serde_json (which fails only on a writer's I/O
-/// error or a map key that is not a string: writing strings into memory has neither).
+/// `command` (its name then its arguments) as a JSON array of strings.
 fn json_array(command: &[&str]) -> String {
-    serde_json::to_string(command).unwrap_or_default()
+    let (name, args) = command.split_first().unwrap_or((&"", &[]));
+    super::command::command(name, args, &[])
 }
 
 /// Each of a batch's `count` commands' result from the `/pipeline` request's `reply`.

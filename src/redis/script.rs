@@ -1,5 +1,6 @@
 //! A Lua script with its SHA-1, run as EVALSHA first and EVAL only when Redis does not know it.
 
+use super::command::{command, Strings};
 use super::reply::Reply;
 use super::rest::RestClient;
 use crate::error::{Error, Result};
@@ -70,30 +71,26 @@ impl Script {
     pub async fn run<T: Transport>(
         &self,
         client: &RestClient<T>,
-        keys: &[String],
-        args: &[String],
+        keys: &Strings,
+        args: &Strings,
         elapsed: impl Fn() -> Duration,
     ) -> Result<Reply> {
-        let count = crate::number::digits(keys.len() as u64);
-        let command = |verb, script| {
-            let mut command = vec![verb, script, count.as_str()];
-            command.extend(keys.iter().chain(args).map(String::as_str));
-            command
-        };
-        let evalsha = command("EVALSHA", self.sha1);
-        let reply = client.command(&evalsha).await;
+        let mut count = itoa::Buffer::new();
+        let count = count.format(keys.len());
+        let call = |verb, script| command(verb, &[script, count], &[keys, args]);
+        let reply = client.send(call("EVALSHA", self.sha1), None).await;
         if !no_script(&reply) {
             return reply;
         }
-        let eval = command("EVAL", self.source());
+        let eval = call("EVAL", self.source());
         if let Some(_loading) = client.load(self.sha1) {
-            return retry(client, &eval, &elapsed).await;
+            return retry(client, eval, &elapsed).await;
         }
-        let reply = retry(client, &evalsha, &elapsed).await;
+        let reply = retry(client, call("EVALSHA", self.sha1), &elapsed).await;
         if !no_script(&reply) {
             return reply;
         }
-        retry(client, &eval, &elapsed).await
+        retry(client, eval, &elapsed).await
     }
 }
 
@@ -102,19 +99,17 @@ fn no_script(reply: &Result<Reply>) -> bool {
     matches!(reply, Err(Error::Redis { message }) if message.starts_with("NOSCRIPT"))
 }
 
-/// Sends `command` again, within what the transport's timeout leaves after `elapsed`.
+/// Sends `command` (a JSON array) again, within what the transport's timeout leaves after `elapsed`.
 async fn retry<T: Transport>(
     client: &RestClient<T>,
-    command: &[&str],
+    command: String,
     elapsed: &impl Fn() -> Duration,
 ) -> Result<Reply> {
-    match client.transport().timeout() {
-        None => client.command(command).await,
-        Some(after) => {
-            let left = after.saturating_sub(elapsed());
-            client.command_within(command, left).await
-        }
-    }
+    let within = client
+        .transport()
+        .timeout()
+        .map(|after| after.saturating_sub(elapsed()));
+    client.send(command, within).await
 }
 
 #[cfg(test)]

@@ -1,0 +1,129 @@
+//! Commands written as the Upstash REST protocol sends them, a JSON array of strings, straight into
+//! one buffer: a key or an argument is escaped by serde_json where it is written, never made a
+//! `String` of its own first.
+
+/// Strings of a command, each written as a JSON string after a comma (`,"a","b:1"`), and how many.
+#[derive(Debug, Clone, Default)]
+pub struct Strings {
+    json: Vec<u8>,
+    count: usize,
+}
+
+impl Strings {
+    /// No strings, with room for those of a decision's keys or arguments.
+    pub fn new() -> Self {
+        Self {
+            json: Vec::with_capacity(96),
+            count: 0,
+        }
+    }
+
+    /// Adds `text`.
+    pub fn push(&mut self, text: &str) -> &mut Self {
+        self.push_joined(&[text])
+    }
+
+    /// Adds one string made of `parts` one after the other (such as a key and its window).
+    pub fn push_joined(&mut self, parts: &[&str]) -> &mut Self {
+        self.json.push(b',');
+        for (index, part) in parts.iter().enumerate() {
+            let start = self.json.len();
+            // Writing a `str` into a `Vec` cannot fail.
+            let _ = serde_json::to_writer(&mut self.json, part);
+            if index > 0 {
+                // Join it to the string before: drop the quotes between them.
+                self.json.remove(start);
+                self.json.remove(start - 1);
+            }
+        }
+        if parts.is_empty() {
+            self.json.extend_from_slice(b"\"\"");
+        }
+        self.count += 1;
+        self
+    }
+
+    /// Adds `number` in decimal.
+    pub fn push_number(&mut self, number: u64) -> &mut Self {
+        self.push_joined(&[itoa::Buffer::new().format(number)])
+    }
+
+    /// How many strings there are.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+}
+
+/// The command `name` with the arguments `args` then the strings of each of `rest`, as a JSON array.
+pub fn command(name: &str, args: &[&str], rest: &[&Strings]) -> String {
+    let bytes = rest.iter().map(|strings| strings.json.len()).sum::<usize>()
+        + args.iter().map(|arg| arg.len() + 3).sum::<usize>();
+    let mut command = Vec::with_capacity(name.len() + bytes + 4);
+    command.push(b'[');
+    // Writing a `str` into a `Vec` cannot fail.
+    let _ = serde_json::to_writer(&mut command, name);
+    for arg in args {
+        command.push(b',');
+        let _ = serde_json::to_writer(&mut command, arg);
+    }
+    for strings in rest {
+        command.extend_from_slice(&strings.json);
+    }
+    command.push(b']');
+    // Only serde_json's output of `str`s and ASCII punctuation was written: always UTF-8.
+    String::from_utf8(command).unwrap_or_default()
+}
+
+impl<S: AsRef<str>> FromIterator<S> for Strings {
+    fn from_iter<I: IntoIterator<Item = S>>(strings: I) -> Self {
+        let mut all = Self::new();
+        for text in strings {
+            all.push(text.as_ref());
+        }
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_escaped_where_they_are_written() {
+        let mut strings = Strings::new();
+        strings
+            .push("k\"\\\n")
+            .push("é😀")
+            .push_number(u64::MAX)
+            .push_joined(&["a\"", ":", "7"])
+            .push_joined(&["", "\u{1}", ""])
+            .push_joined(&[])
+            .push("");
+        assert_eq!(strings.len(), 7);
+        let command = command("SET\t", &[], &[&strings]);
+        assert_eq!(
+            command,
+            r#"["SET\t","k\"\\\n","é😀","18446744073709551615","a\":7","\u0001","",""]"#
+        );
+        let parsed: Vec<String> = serde_json::from_str(&command).unwrap();
+        assert_eq!(parsed[4], "a\":7");
+    }
+
+    #[test]
+    fn a_command_is_its_words_then_each_set_of_strings() {
+        let keys: Strings = ["a", "b"].into_iter().collect();
+        let args: Strings = ["1"].into_iter().collect();
+        assert_eq!(keys.len(), 2);
+        assert_eq!(
+            command("EVALSHA", &["f00", "2"], &[&keys, &args]),
+            r#"["EVALSHA","f00","2","a","b","1"]"#
+        );
+        assert_eq!(command("PING", &[], &[]), r#"["PING"]"#);
+        assert!(Strings::default().is_empty());
+    }
+}
