@@ -24,28 +24,50 @@ function commandsOf(body) {
   return Array.isArray(parsed[0]) ? { pipeline: true, commands: parsed } : { pipeline: false, commands: [parsed] };
 }
 
-/** The UTF-8 bytes of each reply body answered, so that `arrayBuffer()` costs a copy, as `text()` costs nothing. */
-const encoded = new Map();
+const isLetter = (code) => (code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a;
+
+/**
+ * The shapes of a request body's commands and whether it is a pipeline, found by a scan when every
+ * command is an EVALSHA (the shape is its SHA), else by `JSON.parse`. `JSON.parse` of a pipeline of 64
+ * commands costs about 0.8 µs per command, as much as a library's own work, for both libraries alike;
+ * the scan about 0.1 µs. Inside a JSON string every `"` is escaped, so `["` followed by a letter only
+ * ever opens a command (the pipeline's own `[` is followed by `[`).
+ */
+function shapesOf(body) {
+  const pipeline = body.startsWith("[[");
+  const shapes = [];
+  for (let at = body.indexOf('["'); at !== -1; at = body.indexOf('["', at + 2)) {
+    if (!isLetter(body.charCodeAt(at + 2))) continue;
+    const sha = at + 12;
+    if (body.slice(at + 2, sha).toLowerCase() !== 'evalsha","' || body[sha + 40] !== '"') {
+      return { pipeline, shapes: commandsOf(body).commands.map(shape) };
+    }
+    shapes.push(`evalsha ${body.slice(sha, sha + 40)}`);
+  }
+  return { pipeline, shapes };
+}
+
 const encoder = new TextEncoder();
 
-function responseLike(body) {
+/**
+ * The answer of `body` (its text and its UTF-8 bytes, made once per distinct answer): `text()` costs
+ * nothing, `arrayBuffer()` a copy of the bytes.
+ */
+function responseLike({ body, bytes }) {
   return {
     status: 200,
     ok: true,
     headers: new Headers(),
     text: async () => body,
     json: async () => JSON.parse(body),
-    arrayBuffer: async () => {
-      let bytes = encoded.get(body);
-      if (bytes === undefined) encoded.set(body, (bytes = encoder.encode(body)));
-      return bytes.slice().buffer;
-    },
+    arrayBuffer: async () => bytes.slice().buffer,
   };
 }
 
 /** A table of recorded replies, with a recording fetch and a replaying one. */
 export class ReplyTable {
   #items = new Map(); // shape -> JSON text of the reply item
+  #answers = new Map(); // the shapes of a request's commands -> { body, bytes } of its answer
   requests = 0;
   bytes = 0;
   /** The body of the last request recorded, to measure the fake's own cost with. */
@@ -61,6 +83,7 @@ export class ReplyTable {
       const items = pipeline ? JSON.parse(text) : [JSON.parse(text)];
       commands.forEach((command, i) => {
         if (items[i] && !("error" in items[i])) this.#items.set(shape(command), JSON.stringify(items[i]));
+        this.#answers.clear();
       });
       return new Response(text, { status: response.status, headers: response.headers });
     };
@@ -72,13 +95,19 @@ export class ReplyTable {
       const body = String(init.body);
       this.requests += 1;
       this.bytes += body.length;
-      const { pipeline, commands } = commandsOf(body);
-      const items = commands.map((command) => {
-        const item = this.#items.get(shape(command));
-        if (item === undefined) throw new Error(`fake fetch: no recorded reply for ${shape(command).slice(0, 60)}`);
-        return item;
-      });
-      return responseLike(pipeline ? `[${items.join(",")}]` : items[0]);
+      const { pipeline, shapes } = shapesOf(body);
+      const key = `${pipeline}\n${shapes.join("\n")}`;
+      let answer = this.#answers.get(key);
+      if (answer === undefined) {
+        const items = shapes.map((shape) => {
+          const item = this.#items.get(shape);
+          if (item === undefined) throw new Error(`fake fetch: no recorded reply for ${shape.slice(0, 60)}`);
+          return item;
+        });
+        const text = pipeline ? `[${items.join(",")}]` : items[0];
+        this.#answers.set(key, (answer = { body: text, bytes: encoder.encode(text) }));
+      }
+      return responseLike(answer);
     };
   }
 
