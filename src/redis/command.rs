@@ -45,7 +45,28 @@ impl Strings {
 
     /// Adds `number` in decimal.
     pub fn push_number(&mut self, number: u64) -> &mut Self {
-        self.push_joined(&[itoa::Buffer::new().format(number)])
+        self.json.extend_from_slice(b",\"");
+        self.close_with_number(number)
+    }
+
+    /// Adds `text`, a colon and `number` in decimal as one string (such as a key and its window).
+    pub fn push_numbered(&mut self, text: &str, number: u64) -> &mut Self {
+        self.json.push(b',');
+        // Writing a `str` into a `Vec` cannot fail.
+        let _ = serde_json::to_writer(&mut self.json, text);
+        // Reopen the string: a colon and digits need no escaping.
+        self.json.pop();
+        self.json.push(b':');
+        self.close_with_number(number)
+    }
+
+    /// Ends the string being written with `number`'s digits, which need no escaping, and counts it.
+    fn close_with_number(&mut self, number: u64) -> &mut Self {
+        self.json
+            .extend_from_slice(itoa::Buffer::new().format(number).as_bytes());
+        self.json.push(b'"');
+        self.count += 1;
+        self
     }
 
     /// How many strings there are.
@@ -103,12 +124,14 @@ mod tests {
             .push_joined(&["a\"", ":", "7"])
             .push_joined(&["", "\u{1}", ""])
             .push_joined(&[])
-            .push("");
-        assert_eq!(strings.len(), 7);
+            .push("")
+            .push_numbered("\"k", 0)
+            .push_number(0);
+        assert_eq!(strings.len(), 9);
         let command = command("SET\t", &[], &[&strings]);
         assert_eq!(
             command,
-            r#"["SET\t","k\"\\\n","é😀","18446744073709551615","a\":7","\u0001","",""]"#
+            r#"["SET\t","k\"\\\n","é😀","18446744073709551615","a\":7","\u0001","","","\"k:0","0"]"#
         );
         let parsed: Vec<String> = serde_json::from_str(&command).unwrap();
         assert_eq!(parsed[4], "a\":7");

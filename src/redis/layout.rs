@@ -79,7 +79,7 @@ pub(crate) fn call(rule: &Algorithm, key: &str, now: u64, wide: bool) -> Call {
             keys: {
                 let mut keys = Strings::new();
                 for window in from..=window + margin {
-                    keys.push_joined(&[key, ":", itoa::Buffer::new().format(window)]);
+                    keys.push_numbered(key, window);
                 }
                 keys
             },
