@@ -47,13 +47,13 @@ const RATELIMIT_OPTIONS: [&str; 14] = [
     "lease",
 ];
 
-/// A rate limit: `new Ratelimit({ redis?, limiter, prefix?, keys?, ephemeralCache?, timeout?, failMode?,
-/// dynamicLimits?, enableProtection?, analytics?, denyListThreshold?, lease? })`; `lease: { tokens, ttl }`
-/// leases units of hot identifiers (see `ratelimit::lease`).
 /// The numbers of an answer given in one crossing, in the order of the slots: `limit`, `remaining`,
 /// `reset`.
 pub(super) const SLOTS: usize = 3;
 
+/// A rate limit: `new Ratelimit({ redis?, limiter, prefix?, keys?, ephemeralCache?, timeout?, failMode?,
+/// dynamicLimits?, enableProtection?, analytics?, denyListThreshold?, lease? })`; `lease: { tokens, ttl }`
+/// leases units of hot identifiers (see `ratelimit::lease`).
 #[wasm_bindgen(js_name = Ratelimit)]
 pub struct JsRatelimit {
     inner: Rc<Ratelimit>,
