@@ -72,10 +72,7 @@ impl<T: Transport> RedisBackend<T> {
         cost: Cost,
         limit_key: Option<&str>,
     ) -> Result<Outcome> {
-        let (script, keys, mut args, now) = self.call(&rule, key, cost, limit_key);
-        if limit_key.is_some() {
-            args.push("1");
-        }
+        let (script, keys, args, now) = self.call(&rule, key, cost, limit_key);
         let reply = script
             .run(&self.client, &keys, &args, self.elapsed_since(now))
             .await?;
@@ -88,9 +85,26 @@ impl<T: Transport> RedisBackend<T> {
         move || Duration::from_micros(self.clock.now_micros().saturating_sub(start))
     }
 
-    /// The script deciding `cost` on `key` under `rule`, its keys (`limit_key` last, if given), its
-    /// five first arguments and the time they were made at (µs since the epoch).
+    /// The script deciding `cost` on `key` under `rule`, its keys, its arguments (`ARGV[6]` is `1`
+    /// when the dynamic limit's key `limit_key` is sent) and the time they were made at (µs since
+    /// the epoch).
     pub(super) fn call(
+        &self,
+        rule: &Algorithm,
+        key: &str,
+        cost: Cost,
+        limit_key: Option<&str>,
+    ) -> (&'static Script, Strings, Strings, u64) {
+        let (script, keys, mut args, now) = self.call_head(rule, key, cost, limit_key);
+        if limit_key.is_some() {
+            args.push("1");
+        }
+        (script, keys, args, now)
+    }
+
+    /// [`RedisBackend::call`] up to its five first arguments, for a call whose `ARGV[6]` says more
+    /// (a lease's).
+    pub(super) fn call_head(
         &self,
         rule: &Algorithm,
         key: &str,
@@ -103,7 +117,7 @@ impl<T: Transport> RedisBackend<T> {
             mut keys,
             args: [a, b, c],
         } = layout::call(rule, key, now, self.redis_time);
-        let mut args = self.time_arg(now);
+        let mut args = self.args_from_time(now);
         args.push_number(a).push_number(b).push_number(c);
         args.push(&decimal(cost));
         if let Some(limit_key) = limit_key {
@@ -112,9 +126,9 @@ impl<T: Transport> RedisBackend<T> {
         (script, keys, args, now)
     }
 
-    /// Arguments starting with the time a script is sent (`ARGV[1]`): `now` (µs), or nothing when
-    /// it reads Redis's clock.
-    pub(super) fn time_arg(&self, now: u64) -> Strings {
+    /// A script's arguments, starting with the time it is sent (`ARGV[1]`): `now` (µs), or nothing
+    /// when it reads Redis's clock.
+    pub(super) fn args_from_time(&self, now: u64) -> Strings {
         let mut args = Strings::new();
         if self.redis_time {
             args.push("");

@@ -20,27 +20,19 @@ impl Strings {
 
     /// Adds `text`.
     pub fn push(&mut self, text: &str) -> &mut Self {
-        self.push_joined(&[text])
+        self.open(text);
+        self.close()
     }
 
-    /// Adds one string made of `parts` one after the other (such as a key and its window).
-    pub fn push_joined(&mut self, parts: &[&str]) -> &mut Self {
-        self.json.push(b',');
-        for (index, part) in parts.iter().enumerate() {
-            let start = self.json.len();
-            // Writing a `str` into a `Vec` cannot fail.
-            let _ = serde_json::to_writer(&mut self.json, part);
-            if index > 0 {
-                // Join it to the string before: drop the quotes between them.
-                self.json.remove(start);
-                self.json.remove(start - 1);
-            }
-        }
-        if parts.is_empty() {
-            self.json.extend_from_slice(b"\"\"");
-        }
-        self.count += 1;
-        self
+    /// Adds `text` followed by `suffix` as one string (such as `<key>:gcra`); `suffix` is ASCII with
+    /// nothing JSON escapes (no `"`, `\\` or control character), so it is written as it is.
+    pub fn push_suffixed(&mut self, text: &str, suffix: &'static str) -> &mut Self {
+        debug_assert!(suffix
+            .bytes()
+            .all(|byte| byte.is_ascii_graphic() && byte != b'"' && byte != b'\\'));
+        self.open(text);
+        self.json.extend_from_slice(suffix.as_bytes());
+        self.close()
     }
 
     /// Adds `number` in decimal.
@@ -51,19 +43,28 @@ impl Strings {
 
     /// Adds `text`, a colon and `number` in decimal as one string (such as a key and its window).
     pub fn push_numbered(&mut self, text: &str, number: u64) -> &mut Self {
-        self.json.push(b',');
-        // Writing a `str` into a `Vec` cannot fail.
-        let _ = serde_json::to_writer(&mut self.json, text);
-        // Reopen the string: a colon and digits need no escaping.
-        self.json.pop();
+        self.open(text);
         self.json.push(b':');
         self.close_with_number(number)
     }
 
-    /// Ends the string being written with `number`'s digits, which need no escaping, and counts it.
+    /// Starts a string with `text`, escaped by serde_json, left open for what follows it.
+    fn open(&mut self, text: &str) {
+        self.json.push(b',');
+        // Writing a `str` into a `Vec` cannot fail.
+        let _ = serde_json::to_writer(&mut self.json, text);
+        self.json.pop();
+    }
+
+    /// Ends the string being written with `number`'s digits, which need no escaping.
     fn close_with_number(&mut self, number: u64) -> &mut Self {
         self.json
             .extend_from_slice(itoa::Buffer::new().format(number).as_bytes());
+        self.close()
+    }
+
+    /// Ends the string being written, and counts it.
+    fn close(&mut self) -> &mut Self {
         self.json.push(b'"');
         self.count += 1;
         self
@@ -121,17 +122,16 @@ mod tests {
             .push("k\"\\\n")
             .push("é😀")
             .push_number(u64::MAX)
-            .push_joined(&["a\"", ":", "7"])
-            .push_joined(&["", "\u{1}", ""])
-            .push_joined(&[])
+            .push_suffixed("a\"", ":7")
+            .push_suffixed("\u{1}", "")
             .push("")
             .push_numbered("\"k", 0)
             .push_number(0);
-        assert_eq!(strings.len(), 9);
+        assert_eq!(strings.len(), 8);
         let command = command("SET\t", &[], &[&strings]);
         assert_eq!(
             command,
-            r#"["SET\t","k\"\\\n","é😀","18446744073709551615","a\":7","\u0001","","","\"k:0","0"]"#
+            r#"["SET\t","k\"\\\n","é😀","18446744073709551615","a\":7","\u0001","","\"k:0","0"]"#
         );
         let parsed: Vec<String> = serde_json::from_str(&command).unwrap();
         assert_eq!(parsed[4], "a\":7");

@@ -102,7 +102,7 @@ pub(crate) fn call(rule: &Algorithm, key: &str, now: u64, wide: bool) -> Call {
             script: &GCRA,
             keys: {
                 let mut keys = Strings::new();
-                keys.push_joined(&[key, ":gcra"]);
+                keys.push_suffixed(key, ":gcra");
                 keys
             },
             args: [rule.emission_interval(), rule.tolerance(), rule.capacity()],

@@ -59,7 +59,7 @@ impl<T: Transport> LeaseBackend for RedisBackend<T> {
         renewal: &'a Renewal,
     ) -> BoxFuture<'a, Result<Leased>> {
         Box::pin(async move {
-            let (script, mut keys, mut args, now) = self.call(&params, key, cost, limit_key);
+            let (script, mut keys, mut args, now) = self.call_head(&params, key, cost, limit_key);
             let closing = &renewal.closing;
             let (want, ttl) = (renewal.want, renewal.ttl);
             lease_args(&mut args, limit_key.is_some(), want, ttl, closing.units);
@@ -105,7 +105,7 @@ impl<T: Transport> LeaseBackend for RedisBackend<T> {
                 Algorithm::TokenBucket(_) => "bucket",
                 Algorithm::Gcra(_) => "gcra",
             };
-            let mut args = self.time_arg(now);
+            let mut args = self.args_from_time(now);
             args.push_number(a).push_number(b).push_number(c).push(kind);
             if let Some(limit_key) = limit_key {
                 keys.push(limit_key);

@@ -85,9 +85,6 @@ impl<T: Transport> RedisBackend<T> {
         guard: Guard<'_>,
     ) -> Result<Guarded> {
         let (_, mut keys, mut args, now) = self.call(&rule, key, cost, limit_key);
-        if limit_key.is_some() {
-            args.push("1");
-        }
         let script = guarded(&rule);
         let values = guard.deny_list.map_or(&[][..], |(_, values)| values);
         if let Some((deny_key, _)) = guard.deny_list {
