@@ -6,7 +6,7 @@ use crate::algorithm::{Algorithm, Cost, Policy};
 use crate::error::{Error, Result};
 use crate::ratelimit::with_dynamic_capacity;
 use crate::redis::{
-    number_in, read_limit, Reply, RestClient, MULTI_BUCKET, MULTI_MERGE, MULTI_WINDOW,
+    number_in, read_limit, Reply, RestClient, Strings, MULTI_BUCKET, MULTI_MERGE, MULTI_WINDOW,
 };
 use crate::transport::Transport;
 use std::time::Duration;
@@ -98,42 +98,32 @@ pub async fn decide<T: Transport>(
     limit_key: Option<&str>,
     elapsed: impl Fn() -> Duration,
 ) -> Result<Decided> {
-    let mut keys = plan.keys.clone();
+    let mut keys: Strings = plan.keys.iter().collect();
     if let Some(limit_key) = limit_key {
-        keys.push(limit_key.to_owned());
+        keys.push(limit_key);
     }
     let dynamic = if limit_key.is_some() { "1" } else { "0" };
     let cost = crate::number::decimal(cost.get());
-    let (now_text, ttl) = (now.to_string(), plan.ttl_ms.to_string());
-    let bucket = |kind: &'static str, [a, b, c]: [u64; 3]| {
-        let args = [
-            now_text.clone(),
-            kind.to_owned(),
-            a.to_string(),
-            b.to_string(),
-            c.to_string(),
-        ];
-        let rest = [
-            dynamic.to_owned(),
-            cost.clone(),
-            field.to_owned(),
-            ttl.clone(),
-        ];
-        (&MULTI_BUCKET, [args.to_vec(), rest.to_vec()].concat())
+    let mut args = Strings::new();
+    args.push_number(now);
+    let mut bucket = |kind: &'static str, [a, b, c]: [u64; 3]| {
+        args.push(kind).push_number(a).push_number(b).push_number(c);
+        args.push(dynamic)
+            .push(&cost)
+            .push(field)
+            .push_number(plan.ttl_ms);
+        &MULTI_BUCKET
     };
-    let (script, args) = match rule {
-        Algorithm::FixedWindow(_) | Algorithm::SlidingWindow(_) => (
-            &MULTI_WINDOW,
-            vec![
-                now_text.clone(),
-                plan.length_ms.to_string(),
-                rule.capacity().to_string(),
-                cost.clone(),
-                field.to_owned(),
-                dynamic.to_owned(),
-                ttl.clone(),
-            ],
-        ),
+    let script = match rule {
+        Algorithm::FixedWindow(_) | Algorithm::SlidingWindow(_) => {
+            args.push_number(plan.length_ms)
+                .push_number(rule.capacity())
+                .push(&cost)
+                .push(field)
+                .push(dynamic)
+                .push_number(plan.ttl_ms);
+            &MULTI_WINDOW
+        }
         Algorithm::Gcra(rule) => bucket(
             "gcra",
             [rule.emission_interval(), rule.tolerance(), rule.capacity()],
@@ -143,14 +133,7 @@ pub async fn decide<T: Transport>(
             [rule.capacity(), rule.interval_ms(), rule.refill_rate()],
         ),
     };
-    let reply = script
-        .run(
-            client,
-            &keys.iter().collect(),
-            &args.iter().collect(),
-            elapsed,
-        )
-        .await?;
+    let reply = script.run(client, &keys, &args, elapsed).await?;
     let fields = reply.as_array().unwrap_or_default();
     let number = |index: usize| fields.get(index).and_then(Reply::as_u64);
     let (Some(allowed @ 0..=1), Some(now), Some(limit)) = (number(0), number(1), number(2)) else {
@@ -193,21 +176,17 @@ pub async fn merge<T: Transport>(
     ttl_ms: u64,
     ledger: &Ledger,
 ) -> Result<Reply> {
-    let mut args = Vec::with_capacity(1 + 2 * ledger.len());
-    args.push(ttl_ms.to_string());
+    let mut args = Strings::new();
+    args.push_number(ttl_ms);
     for (id, cost) in ledger.iter() {
-        args.push(id.to_owned());
-        args.push(crate::number::decimal(cost));
+        args.push(id).push(&crate::number::decimal(cost));
     }
     // A merge runs in `pending`, which no answer waits for: its EVAL after a NOSCRIPT gets a whole
     // timeout of its own.
     MULTI_MERGE
-        .run(
-            client,
-            &std::iter::once(key).collect(),
-            &args.iter().collect(),
-            || Duration::ZERO,
-        )
+        .run(client, &std::iter::once(key).collect(), &args, || {
+            Duration::ZERO
+        })
         .await
 }
 
