@@ -1,8 +1,9 @@
 // `Ratelimit` as the package exports it: the class compiled from Rust (src/wasm/ratelimit.rs), with
-// `limit()` answered in one crossing when the decision needs no I/O (src/wasm/at_once.rs): the time
-// read here, the numbers read from the limit's slots in WebAssembly memory, the answer object and its
-// settled Promise made here. Every other call goes to the compiled method.
-import { Ratelimit as CompiledRatelimit, atOnceSlots, limitAtOnce } from "./edgelimit.js";
+// `limit()` answered in one crossing when the decision needs no I/O (src/wasm/at_once.rs): the
+// identifier's UTF-8 written into WebAssembly memory and the time read here, the numbers read from the
+// limit's slots in that memory, the answer object and its settled Promise made here. Every other call
+// goes to the compiled method.
+import { Ratelimit as CompiledRatelimit, atOnceIdentifier, atOnceSlots, limitAtOnce } from "./edgelimit.js";
 
 /** The `pending` of an answer that leaves no work behind. */
 const SETTLED = Promise.resolve();
@@ -10,31 +11,58 @@ const SETTLED = Promise.resolve();
 /** The reasons of an answer, by the number src/wasm/at_once.rs codes them with. */
 const REASONS = [undefined, "timeout", "cacheBlock", "error", "denyList"];
 
+const ENCODER = new TextEncoder();
+
 export class Ratelimit extends CompiledRatelimit {
   /** The limit's slots (`limit`, `remaining`, `reset`), or undefined when its decisions need I/O. */
   #slots;
+  /** The bytes the identifier of a decision in one crossing is written into. */
+  #identifier;
 
   constructor(config) {
     super(config);
-    this.#slots = atOnceSlots(this);
+    this.#view();
   }
 
   limit(identifier, options) {
     if (this.#slots !== undefined && options === undefined) {
       const text = typeof identifier === "string" ? identifier : typeof identifier === "number" ? String(identifier) : undefined;
-      if (text !== undefined) {
-        const code = limitAtOnce(this, text, Date.now(), 1);
+      const length = text === undefined ? -1 : this.#write(text);
+      if (length >= 0) {
+        const code = limitAtOnce(this, length, Date.now(), 1);
         if (code !== 0) return Promise.resolve(this.#answer(code));
       }
     }
     return super.limit(identifier, options);
   }
 
+  /** Takes views of the slots and the identifier's bytes: a view over memory that has grown since is empty. */
+  #view() {
+    this.#slots = atOnceSlots(this);
+    this.#identifier = atOnceIdentifier(this);
+  }
+
+  /** Writes `text`'s UTF-8 into the identifier's bytes: its length in bytes, or -1 when it does not fit. */
+  #write(text) {
+    if (this.#identifier.length === 0) this.#view();
+    const bytes = this.#identifier;
+    const length = text.length;
+    if (length > bytes.length) return -1;
+    for (let index = 0; index < length; index++) {
+      const unit = text.charCodeAt(index);
+      if (unit > 0x7f) {
+        const { read, written } = ENCODER.encodeInto(text, bytes);
+        return read === length ? written : -1;
+      }
+      bytes[index] = unit;
+    }
+    return length;
+  }
+
   /** `{ success, limit, remaining, reset, pending, reason? }` from `code` and the slots. */
   #answer(code) {
-    let slots = this.#slots;
-    // A view over memory that has grown since is empty: take a new one.
-    if (slots.length === 0) slots = this.#slots = atOnceSlots(this);
+    if (this.#slots.length === 0) this.#view();
+    const slots = this.#slots;
     const response = { success: (code & 2) !== 0, limit: slots[0], remaining: slots[1], reset: slots[2], pending: SETTLED };
     if (code > 3) response.reason = REASONS[code >> 2];
     return response;

@@ -1,36 +1,109 @@
 //! The decision answered in one crossing: `limit()` on a store in this process (or denied by the
-//! ephemeral cache) makes no call from WebAssembly into JavaScript. The package's `Ratelimit`
-//! (`pkg-template/ratelimit.js`, a subclass of the class of [`super::ratelimit`]) calls
-//! `limitAtOnce(ratelimit, identifier, now, rate)` with the time read by JavaScript, reads the numbers
-//! of the answer from the limit's slots in WebAssembly memory (a `Float64Array` it holds, from
+//! ephemeral cache) makes no call from WebAssembly into JavaScript and allocates nothing to pass its
+//! identifier. The package's `Ratelimit` (`pkg-template/ratelimit.js`, a subclass of the class of
+//! [`super::ratelimit`]) writes the identifier's UTF-8 into bytes of WebAssembly memory it holds a
+//! view of (`atOnceIdentifier`), calls `limitAtOnce(ratelimit, length, now, rate)` with the time read
+//! by JavaScript, reads the numbers of the answer from the limit's slots (a `Float64Array` from
 //! `atOnceSlots`), and makes the answer object and its settled Promise itself. Anything else (an
-//! error to throw, a lone surrogate to look at, I/O) answers [`NOT_AT_ONCE`] and goes the way of
-//! every other call, `Ratelimit.prototype.limit`.
+//! error to throw, a lone surrogate to look at, an identifier longer than the bytes, I/O) answers
+//! [`NOT_AT_ONCE`] or is not asked, and goes the way of every other call, `Ratelimit.prototype.limit`.
 //!
 //! Neither function is exported by the package's entries: they are the two halves' private seam.
 
-use super::ratelimit::{JsRatelimit, SLOTS};
-use crate::ratelimit::{Reason, Response};
-use js_sys::Float64Array;
+use super::ratelimit::JsRatelimit;
+use crate::ratelimit::{Ratelimit, Reason, Response};
+use js_sys::{Float64Array, Uint8Array};
+use std::cell::Cell;
 use wasm_bindgen::prelude::*;
 
 /// The answer of `limitAtOnce` when it did not decide.
 pub const NOT_AT_ONCE: u32 = 0;
 
-/// Decides `rate` on `identifier` at `now_ms` (`Date.now()`) when that needs no I/O: the numbers in
-/// the slots and the [`code`] returned; or [`NOT_AT_ONCE`].
-#[wasm_bindgen(js_name = limitAtOnce, skip_typescript)]
-pub fn limit_at_once(ratelimit: &JsRatelimit, identifier: &str, now_ms: f64, rate: f64) -> u32 {
-    // U+FFFD may stand for a lone surrogate: only the JavaScript string can tell.
-    if !identifier.is_ascii() && identifier.contains('\u{FFFD}') {
-        return NOT_AT_ONCE;
+/// The numbers of an answer, in the order of the slots: `limit`, `remaining`, `reset`.
+const SLOTS: usize = 3;
+
+/// The longest identifier (UTF-8 bytes) passed in place; a longer one takes the compiled path.
+const IDENTIFIER_BYTES: usize = 256;
+
+/// What a limit answering in one crossing keeps in WebAssembly memory between decisions: the
+/// memory JavaScript writes the identifier into and reads the answer from, and the buffers the
+/// identifier and its key are copied into, whose allocations serve every decision.
+pub(super) struct AtOnce {
+    /// The numbers of the last answer, read by JavaScript in place.
+    slots: [Cell<f64>; SLOTS],
+    /// The UTF-8 of the next decision's identifier, written by JavaScript in place.
+    identifier: [Cell<u8>; IDENTIFIER_BYTES],
+    /// The identifier of the last decision, read from `identifier`.
+    text: Cell<String>,
+    /// The key of the last decision.
+    key: Cell<String>,
+}
+
+impl AtOnce {
+    /// Empty slots and buffers, boxed: JavaScript holds views of their address.
+    pub fn new() -> Box<Self> {
+        Box::new(Self {
+            slots: [const { Cell::new(0.0) }; SLOTS],
+            identifier: [const { Cell::new(0) }; IDENTIFIER_BYTES],
+            text: Cell::default(),
+            key: Cell::default(),
+        })
     }
-    let now_micros = (now_ms as u64).saturating_mul(1_000);
-    match ratelimit.decide_at_once(identifier, rate, now_micros) {
-        Some(Ok(response)) => {
-            ratelimit.write_slots(&response);
-            code(&response)
+
+    /// [`Ratelimit::limit_at_once`] on the `length` bytes of identifier JavaScript wrote, the numbers
+    /// of a decided answer written into the slots; `None` when the bytes are no identifier to decide
+    /// here (past the buffer, not UTF-8, or U+FFFD, which may stand for a lone surrogate).
+    fn decide(
+        &self,
+        limit: &Ratelimit,
+        length: usize,
+        rate: f64,
+        now_micros: u64,
+    ) -> Option<crate::Result<Response>> {
+        let mut bytes = self.text.take().into_bytes();
+        bytes.clear();
+        bytes.extend(self.identifier.get(..length)?.iter().map(Cell::get));
+        let identifier = String::from_utf8(bytes).ok()?;
+        let answer = if !identifier.is_ascii() && identifier.contains('\u{FFFD}') {
+            None
+        } else {
+            let mut key = self.key.take();
+            let answer = limit.limit_at_once(&identifier, rate, now_micros, &mut key);
+            self.key.set(key);
+            answer
+        };
+        self.text.set(identifier);
+        if let Some(Ok(response)) = &answer {
+            self.write_slots(response);
         }
+        answer
+    }
+
+    /// Writes `response`'s numbers into the slots.
+    fn write_slots(&self, response: &Response) {
+        let numbers = [
+            response.limit as f64,
+            response.remaining,
+            response.reset as f64,
+        ];
+        for (slot, number) in self.slots.iter().zip(numbers) {
+            slot.set(number);
+        }
+    }
+}
+
+/// Decides `rate` on the `length` bytes of identifier written through `atOnceIdentifier` at `now_ms`
+/// (`Date.now()`) when that needs no I/O: the numbers in the slots and the [`code`] returned; or
+/// [`NOT_AT_ONCE`].
+#[wasm_bindgen(js_name = limitAtOnce, skip_typescript)]
+pub fn limit_at_once(ratelimit: &JsRatelimit, length: usize, now_ms: f64, rate: f64) -> u32 {
+    let Some((limit, at_once)) = ratelimit.at_once() else {
+        return NOT_AT_ONCE;
+    };
+    // A float to integer cast saturates (and takes NaN to 0): no overflow to check.
+    let now_micros = (now_ms.trunc() * 1_000.0) as u64;
+    match at_once.decide(limit, length, rate, now_micros) {
+        Some(Ok(response)) => code(&response),
         Some(Err(_)) | None => NOT_AT_ONCE,
     }
 }
@@ -40,16 +113,30 @@ pub fn limit_at_once(ratelimit: &JsRatelimit, identifier: &str, now_ms: f64, rat
 /// caller asks again.
 #[wasm_bindgen(js_name = atOnceSlots, skip_typescript)]
 pub fn at_once_slots(ratelimit: &JsRatelimit) -> Option<Float64Array> {
-    let (address, answers_at_once) = ratelimit.slots();
-    if !answers_at_once {
-        return None;
-    }
-    let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
+    let (_, at_once) = ratelimit.at_once()?;
     Some(Float64Array::new_with_byte_offset_and_length(
-        &memory.buffer(),
-        address as u32,
+        &memory(),
+        at_once.slots.as_ptr() as u32,
         SLOTS as u32,
     ))
+}
+
+/// The bytes the identifier of `limitAtOnce` is written into, as a `Uint8Array` over WebAssembly
+/// memory, or `undefined` as for [`at_once_slots`]; empty when the memory grows, as that view.
+#[wasm_bindgen(js_name = atOnceIdentifier, skip_typescript)]
+pub fn at_once_identifier(ratelimit: &JsRatelimit) -> Option<Uint8Array> {
+    let (_, at_once) = ratelimit.at_once()?;
+    Some(Uint8Array::new_with_byte_offset_and_length(
+        &memory(),
+        at_once.identifier.as_ptr() as u32,
+        IDENTIFIER_BYTES as u32,
+    ))
+}
+
+/// The buffer of this instance's WebAssembly memory.
+fn memory() -> JsValue {
+    let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
+    memory.buffer()
 }
 
 /// The code of a decided `response`: bit 0 set (never [`NOT_AT_ONCE`]), bit 1 `success`, the bits

@@ -47,8 +47,9 @@
 //! `tests/js/boundary.test.mjs` (which wraps every import; a structure test, no timing), at most:
 //!
 //! - **in memory: 0** — `limit()` on a store in this process is answered in one crossing
-//!   ([`at_once`]): the package's `Ratelimit` (`pkg-template/ratelimit.js`) reads the clock, passes
-//!   the identifier, reads the answer's numbers from memory and makes the answer itself;
+//!   ([`at_once`]): the package's `Ratelimit` (`pkg-template/ratelimit.js`) reads the clock, writes
+//!   the identifier's UTF-8 into memory it holds a view of (no allocation), reads the answer's
+//!   numbers from memory and makes the answer itself;
 //! - **on Redis: 14** — reading the identifier (1), the `options` argument's absence (1), the clock
 //!   (2: the ephemeral cache's and the store's), the request (`post`, its body as bytes: 1 + 3 + 1 + 1),
 //!   waking the executor (2), the answer object (1) and resolving its Promise (1).

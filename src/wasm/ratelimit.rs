@@ -3,6 +3,7 @@
 
 use super::algorithms::{self, Kind};
 use super::answers;
+use super::at_once::AtOnce;
 use super::errors::{to_js_error, type_error};
 use super::ip_deny_list;
 use super::limit_methods::{self as methods, JsLimit};
@@ -20,7 +21,6 @@ use crate::ratelimit::{
 use crate::redis::RedisBackend;
 use crate::transport::FetchTransport;
 use js_sys::Promise;
-use std::cell::Cell;
 use std::future::Future;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -47,10 +47,6 @@ const RATELIMIT_OPTIONS: [&str; 14] = [
     "lease",
 ];
 
-/// The numbers of an answer given in one crossing, in the order of the slots: `limit`, `remaining`,
-/// `reset`.
-pub(super) const SLOTS: usize = 3;
-
 /// A rate limit: `new Ratelimit({ redis?, limiter, prefix?, keys?, ephemeralCache?, timeout?, failMode?,
 /// dynamicLimits?, enableProtection?, analytics?, denyListThreshold?, lease? })`; `lease: { tokens, ttl }`
 /// leases units of hot identifiers (see `ratelimit::lease`).
@@ -59,13 +55,9 @@ pub struct JsRatelimit {
     inner: Rc<Ratelimit>,
     /// Protection and analytics, read once: `limit` takes the plain path when both are off.
     protection: protection::ProtectionOptions,
-    /// Whether decisions can be answered in one crossing (`limitAtOnce`, in `at_once.rs`): a store in
+    /// The memory of decisions answered in one crossing (`limitAtOnce`), when they can be: a store in
     /// this process, and nothing a decision would leave to do after its answer.
-    answers_at_once: bool,
-    /// The numbers of the last answer given in one crossing, read by JavaScript in place.
-    slots: Box<[Cell<f64>; SLOTS]>,
-    /// The key of the last decision answered in one crossing: its allocation serves the next.
-    key: Cell<String>,
+    at_once: Option<Box<AtOnce>>,
 }
 
 #[wasm_bindgen(js_class = Ratelimit)]
@@ -155,9 +147,7 @@ impl JsRatelimit {
         Ok(JsRatelimit {
             inner: Rc::new(limiter),
             protection,
-            answers_at_once,
-            slots: Box::default(),
-            key: Cell::default(),
+            at_once: answers_at_once.then(AtOnce::new),
         })
     }
 
@@ -337,39 +327,10 @@ impl JsRatelimit {
 }
 
 impl JsRatelimit {
-    /// [`Ratelimit::limit_at_once`], when this limit answers in one crossing.
-    pub(super) fn decide_at_once(
-        &self,
-        identifier: &str,
-        rate: f64,
-        now_micros: u64,
-    ) -> Option<crate::Result<Response>> {
-        if !self.answers_at_once {
-            return None;
-        }
-        let mut key = self.key.take();
-        let answer = self
-            .inner
-            .limit_at_once(identifier, rate, now_micros, &mut key);
-        self.key.set(key);
-        answer
-    }
-
-    /// Writes `response`'s numbers into the slots.
-    pub(super) fn write_slots(&self, response: &Response) {
-        let numbers = [
-            response.limit as f64,
-            response.remaining,
-            response.reset as f64,
-        ];
-        for (slot, number) in self.slots.iter().zip(numbers) {
-            slot.set(number);
-        }
-    }
-
-    /// The slots' address in WebAssembly memory, and whether decisions are answered in one crossing.
-    pub(super) fn slots(&self) -> (usize, bool) {
-        (self.slots.as_ptr() as usize, self.answers_at_once)
+    /// The limit and the memory of its decisions in one crossing, when it answers so.
+    pub(super) fn at_once(&self) -> Option<(&Ratelimit, &AtOnce)> {
+        let at_once = self.at_once.as_deref()?;
+        Some((&self.inner, at_once))
     }
 }
 

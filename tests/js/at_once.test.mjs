@@ -81,6 +81,32 @@ test("bad identifiers reject as on the compiled path, and the limit keeps workin
   assert.equal((await ratelimit.limit("")).remaining, 4, "the empty identifier, as the peer keys it");
 });
 
+test("identifiers of any length and script are answered alike, in place or not", async () => {
+  const fast = new Ratelimit({ limiter: Ratelimit.fixedWindow(3, "1 h"), ephemeralCache: false });
+  const compiled = new Ratelimit({ limiter: Ratelimit.fixedWindow(3, "1 h"), ephemeralCache: false });
+  // Around the 256 bytes written in place (src/wasm/at_once.rs): ASCII, a two-byte letter crossing
+  // the end, four-byte emoji, and long ones that take the compiled path.
+  const identifiers = [
+    "a".repeat(255),
+    "a".repeat(256),
+    "a".repeat(257),
+    `${"a".repeat(255)}é`,
+    `${"a".repeat(254)}é`,
+    "😀".repeat(64),
+    "😀".repeat(65),
+    "x".repeat(8 * 1024),
+  ];
+  for (const identifier of identifiers) {
+    for (let call = 0; call < 4; call++) {
+      const ours = await fast.limit(identifier);
+      const theirs = await compiled.limit(identifier, { rate: 1 });
+      assert.deepEqual(plain(ours), plain(theirs), `${identifier.length} units, call ${call}`);
+    }
+  }
+  // Each is its own key: a longer identifier never reads a shorter one's bytes left in place.
+  for (const identifier of ["bb", "b"]) assert.equal((await fast.limit(identifier)).remaining, 2, identifier);
+});
+
 test("a dynamic limit set in memory applies to decisions answered in one crossing", async () => {
   const ratelimit = new Ratelimit({ limiter: Ratelimit.fixedWindow(5, "1 h"), dynamicLimits: true, ephemeralCache: false });
   assert.equal((await ratelimit.limit("d")).limit, 5);
