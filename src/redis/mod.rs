@@ -21,7 +21,7 @@ pub use layout::SCRIPTS;
 #[cfg(feature = "multi-region")]
 pub(crate) use layout::{number_in, MULTI_BUCKET, MULTI_MERGE, MULTI_WINDOW};
 pub use protected::GUARDED_SCRIPTS;
-pub use reply::Reply;
+pub use reply::{Key, Reply};
 pub use rest::RestClient;
 pub use script::Script;
 

@@ -4,7 +4,7 @@
 //! serde_json hands an integer that fits `i64` or `u64` over exact and any other number as a float,
 //! which [`Reply::Float`] keeps apart, so no such number is ever taken for a count.
 
-use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::fmt;
 
 /// One Redis reply: what a command's `result` holds.
@@ -26,7 +26,30 @@ pub enum Reply {
     Array(Vec<Reply>),
     /// A JSON object, which no Redis reply is but a `/pipeline` item is: its keys and values in the
     /// order sent.
-    Object(Vec<(String, Reply)>),
+    Object(Vec<(Key, Reply)>),
+}
+
+/// A key of a JSON object: the two of a `/pipeline` item by name (read without an allocation each),
+/// any other as sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Key {
+    /// `result`.
+    Result,
+    /// `error`.
+    Error,
+    /// Any other key.
+    Other(String),
+}
+
+impl Key {
+    /// The key as sent.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Result => "result",
+            Self::Error => "error",
+            Self::Other(key) => key,
+        }
+    }
 }
 
 impl Reply {
@@ -92,7 +115,7 @@ impl fmt::Display for Reply {
                     if index > 0 {
                         formatter.write_str(",")?;
                     }
-                    write_string(formatter, key)?;
+                    write_string(formatter, key.as_str())?;
                     write!(formatter, ":{value}")?;
                 }
                 formatter.write_str("}")
@@ -170,16 +193,38 @@ impl<'de> Visitor<'de> for ReplyVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Reply, A::Error> {
         let mut fields = Vec::new();
-        // JSON keys are strings; read as replies too, every value goes through `deserialize_any`, so
-        // none of serde_json's typed paths (with their error formatting) is compiled in.
-        while let Some((key, value)) = map.next_entry::<Reply, Reply>()? {
-            let key = match key {
-                Reply::Text(key) => key,
-                other => other.to_string(),
-            };
-            fields.push((key, value));
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            fields.push((key, map.next_value()?));
         }
         Ok(Reply::Object(fields))
+    }
+}
+
+/// Reads an object's [`Key`]. A JSON key is always a string, and goes through `deserialize_any` as
+/// every value does, so none of serde_json's typed paths (with their error formatting) is compiled in.
+struct KeySeed;
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Key;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Key, D::Error> {
+        deserializer.deserialize_any(KeySeed)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = Key;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("an object key")
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
+        Ok(match key {
+            "result" => Key::Result,
+            "error" => Key::Error,
+            other => Key::Other(other.to_owned()),
+        })
     }
 }
 
@@ -265,9 +310,12 @@ mod tests {
         assert_eq!(
             reply(r#"{"result":null,"x\n":[1],"result":"a"}"#),
             Reply::Object(vec![
-                ("result".to_owned(), Reply::Nil),
-                ("x\n".to_owned(), Reply::Array(vec![Reply::Integer(1)])),
-                ("result".to_owned(), Reply::Text("a".to_owned())),
+                (Key::Result, Reply::Nil),
+                (
+                    Key::Other("x\n".to_owned()),
+                    Reply::Array(vec![Reply::Integer(1)])
+                ),
+                (Key::Result, Reply::Text("a".to_owned())),
             ])
         );
     }

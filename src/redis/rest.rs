@@ -3,7 +3,7 @@
 //! Commands go out as JSON arrays of strings (see [`super::command`]); replies come back as
 //! [`Reply`]s, read by serde_json straight from the body.
 
-use super::reply::Reply;
+use super::reply::{Key, Reply};
 use crate::error::{Error, Result};
 use crate::maybe_send::BoxFuture;
 use crate::transport::{HttpReply, Transport};
@@ -265,7 +265,7 @@ fn decode_pipeline(reply: HttpReply, count: usize) -> Result<Vec<Result<Reply>>>
             Ok(Reply::Object(fields)) => fields
                 .into_iter()
                 .rev()
-                .find(|(key, _)| key == "error")
+                .find(|(key, _)| *key == Key::Error)
                 .and_then(|(_, error)| match error {
                     Reply::Text(message) => Some(message),
                     _ => None,
@@ -299,10 +299,10 @@ fn decode_item(item: Reply) -> Result<Reply> {
     };
     let (mut result, mut error) = (None, None);
     for (key, value) in fields {
-        match key.as_str() {
-            "result" => result = Some(value),
-            "error" => error = Some(value),
-            _ => {}
+        match key {
+            Key::Result => result = Some(value),
+            Key::Error => error = Some(value),
+            Key::Other(_) => {}
         }
     }
     match error {
