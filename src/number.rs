@@ -7,10 +7,16 @@ const MAX_EXACT: f64 = 9_007_199_254_740_991.0;
 /// other the shortest that round-trips (`0.5`), always in positional notation (`0.0000001` for 1e-7,
 /// which Lua's `tonumber` reads as JavaScript's `1e-7`); `NaN` and `inf` for what is no number.
 pub(crate) fn decimal(value: f64) -> String {
-    if value.fract() == 0.0 && value.abs() <= MAX_EXACT {
-        return itoa::Buffer::new().format(value as i64).to_owned();
+    match whole(value) {
+        Some(integer) => itoa::Buffer::new().format(integer).to_owned(),
+        None => value.to_string(),
     }
-    value.to_string()
+}
+
+/// `value` as an integer when [`decimal`] writes it as one: a whole number of at most 2^53 - 1 in
+/// size.
+pub(crate) fn whole(value: f64) -> Option<i64> {
+    (value.fract() == 0.0 && value.abs() <= MAX_EXACT).then_some(value as i64)
 }
 
 #[cfg(test)]

@@ -103,13 +103,13 @@ pub async fn decide<T: Transport>(
         keys.push(limit_key);
     }
     let dynamic = if limit_key.is_some() { "1" } else { "0" };
-    let cost = crate::number::decimal(cost.get());
+    let cost = cost.get();
     let mut args = Strings::new();
     args.push_number(now);
     let mut bucket = |kind: &'static str, [a, b, c]: [u64; 3]| {
         args.push(kind).push_number(a).push_number(b).push_number(c);
         args.push(dynamic)
-            .push(&cost)
+            .push_decimal(cost)
             .push(field)
             .push_number(plan.ttl_ms);
         &MULTI_BUCKET
@@ -118,7 +118,7 @@ pub async fn decide<T: Transport>(
         Algorithm::FixedWindow(_) | Algorithm::SlidingWindow(_) => {
             args.push_number(plan.length_ms)
                 .push_number(rule.capacity())
-                .push(&cost)
+                .push_decimal(cost)
                 .push(field)
                 .push(dynamic)
                 .push_number(plan.ttl_ms);
@@ -179,7 +179,7 @@ pub async fn merge<T: Transport>(
     let mut args = Strings::new();
     args.push_number(ttl_ms);
     for (id, cost) in ledger.iter() {
-        args.push(id).push(&crate::number::decimal(cost));
+        args.push(id).push_decimal(cost);
     }
     // A merge runs in `pending`, which no answer waits for: its EVAL after a NOSCRIPT gets a whole
     // timeout of its own.

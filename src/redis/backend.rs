@@ -119,7 +119,7 @@ impl<T: Transport> RedisBackend<T> {
         } = layout::call(rule, key, now, self.redis_time);
         let mut args = self.args_from_time(now);
         args.push_number(a).push_number(b).push_number(c);
-        args.push(&decimal(cost));
+        args.push_decimal(cost.get());
         if let Some(limit_key) = limit_key {
             keys.push(limit_key);
         }
@@ -327,15 +327,11 @@ pub(crate) async fn read_limit<T: Transport>(
     }
 }
 
-/// `cost` as the script reads it: a decimal that reads back the same (`5`, `0.5`).
-fn decimal(cost: Cost) -> String {
-    crate::number::decimal(cost.get())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::algorithm::{FixedWindow, TokenBucket};
+    use crate::redis::command::command;
     use crate::transport::HttpReply;
     use std::time::Duration;
 
@@ -409,7 +405,9 @@ mod tests {
             (9_007_199_254_740_991.0, "9007199254740991"),
             (0.1 + 0.2, "0.30000000000000004"),
         ] {
-            assert_eq!(decimal(rule.cost(cost).unwrap()), text);
+            let mut args = Strings::new();
+            args.push_decimal(rule.cost(cost).unwrap().get());
+            assert_eq!(command("C", &[], &[&args]), format!(r#"["C","{text}"]"#));
         }
     }
 }

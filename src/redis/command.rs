@@ -41,6 +41,18 @@ impl Strings {
         self.close_with_number(number)
     }
 
+    /// Adds `value` as [`crate::number::decimal`] writes it (a whole number without a `String` of its
+    /// own).
+    pub fn push_decimal(&mut self, value: f64) -> &mut Self {
+        let Some(integer) = crate::number::whole(value) else {
+            return self.push(&value.to_string());
+        };
+        self.json.extend_from_slice(b",\"");
+        self.json
+            .extend_from_slice(itoa::Buffer::new().format(integer).as_bytes());
+        self.close()
+    }
+
     /// Adds `text`, a colon and `number` in decimal as one string (such as a key and its window).
     pub fn push_numbered(&mut self, text: &str, number: u64) -> &mut Self {
         self.open(text);

@@ -46,7 +46,7 @@ fn lease_args(args: &mut Strings, dynamic: bool, want: u64, ttl: Duration, back:
     args.push(if dynamic { "3" } else { "2" })
         .push_number(want)
         .push_number(ttl_micros)
-        .push(&crate::number::decimal(back));
+        .push_decimal(back);
 }
 
 impl<T: Transport> LeaseBackend for RedisBackend<T> {
