@@ -1,9 +1,9 @@
-// `Ratelimit` as the package exports it: the class compiled from Rust (src/wasm/ratelimit.rs), with
-// `limit()` answered in one crossing when the decision needs no I/O (src/wasm/at_once.rs): the
-// identifier's UTF-8 written into WebAssembly memory and the time read here, the numbers read from the
-// limit's slots in that memory, the answer object and its settled Promise made here. Every other call
-// goes to the compiled method.
-import { Ratelimit as CompiledRatelimit, atOnceIdentifier, atOnceSlots, limitAtOnce } from "./edgelimit.js";
+// `Ratelimit` as the package exports it: the class compiled from Rust (src/wasm/ratelimit.rs), whose
+// `limit()` without options writes the identifier's UTF-8 into WebAssembly memory for Rust to read in
+// place (src/wasm/at_once.rs), and, when the decision needs no I/O, answers in one crossing: the time
+// read here, the numbers read from the limit's slots in that memory, the answer object and its settled
+// Promise made here. Every other call goes to the compiled method.
+import { Ratelimit as CompiledRatelimit, atOnceIdentifier, atOnceSlots, limitAtOnce, limitWritten } from "./edgelimit.js";
 
 /** The `pending` of an answer that leaves no work behind. */
 const SETTLED = Promise.resolve();
@@ -16,7 +16,7 @@ const ENCODER = new TextEncoder();
 export class Ratelimit extends CompiledRatelimit {
   /** The limit's slots (`limit`, `remaining`, `reset`), or undefined when its decisions need I/O. */
   #slots;
-  /** The bytes the identifier of a decision in one crossing is written into. */
+  /** The bytes the identifier is written into, or undefined when `limit()` reads it from JavaScript. */
   #identifier;
 
   constructor(config) {
@@ -25,12 +25,17 @@ export class Ratelimit extends CompiledRatelimit {
   }
 
   limit(identifier, options) {
-    if (this.#slots !== undefined && options === undefined) {
+    if (this.#identifier !== undefined && options === undefined) {
       const text = typeof identifier === "string" ? identifier : typeof identifier === "number" ? String(identifier) : undefined;
       const length = text === undefined ? -1 : this.#write(text);
       if (length >= 0) {
-        const code = limitAtOnce(this, length, Date.now(), 1);
-        if (code !== 0) return Promise.resolve(this.#answer(code));
+        if (this.#slots === undefined) {
+          const answer = limitWritten(this, length);
+          if (answer !== undefined) return answer;
+        } else {
+          const code = limitAtOnce(this, length, Date.now(), 1);
+          if (code !== 0) return Promise.resolve(this.#answer(code));
+        }
       }
     }
     return super.limit(identifier, options);

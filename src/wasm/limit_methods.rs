@@ -2,6 +2,7 @@
 //! its arguments, calls the limit, and turns its answer or error into a settled Promise.
 
 use super::errors::to_js_error;
+use super::options::JsResult;
 use super::promise::promise;
 use super::{answers, arguments};
 use crate::ratelimit::{Pending, Remaining, Response};
@@ -55,7 +56,19 @@ pub fn limit<L: JsLimit>(
     identifier: &JsValue,
     options: Option<&JsValue>,
 ) -> Promise {
-    let arguments = arguments::limit_arguments(context, identifier, options);
+    limit_with(
+        context,
+        limiter,
+        arguments::limit_arguments(context, identifier, options),
+    )
+}
+
+/// `limit` on its arguments once read: the identifier and the rate, or the error to reject with.
+pub fn limit_with<L: JsLimit>(
+    context: &'static str,
+    limiter: &Rc<L>,
+    arguments: JsResult<(String, f64)>,
+) -> Promise {
     let limiter = Rc::clone(limiter);
     promise(Box::pin(async move {
         let (identifier, rate) = arguments?;

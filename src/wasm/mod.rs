@@ -11,7 +11,8 @@
 //! - [`shared_options`], [`arguments`], [`answers`]: the options both limit classes take, the arguments
 //!   of their methods, their answer objects; [`algorithms`]: the algorithm factories
 //!   (`Ratelimit.slidingWindow(...)`); [`protection`], [`ip_deny_list`]: protection and analytics.
-//! - [`at_once`]: the decision answered in one crossing, the seam with `pkg-template/ratelimit.js`.
+//! - [`at_once`]: `limit()` with its identifier written in place, answered in one crossing when it needs
+//!   no I/O: the seam with `pkg-template/ratelimit.js`.
 //! - [`options`], [`errors`], [`promise`], [`sleep`], [`shared_cache`]: reading JavaScript values,
 //!   the errors thrown, futures as Promises, timers, the ephemeral cache shared through a `Map`.
 //!
@@ -50,9 +51,10 @@
 //!   ([`at_once`]): the package's `Ratelimit` (`pkg-template/ratelimit.js`) reads the clock, writes
 //!   the identifier's UTF-8 into memory it holds a view of (no allocation), reads the answer's
 //!   numbers from memory and makes the answer itself;
-//! - **on Redis: 14** — reading the identifier (1), the `options` argument's absence (1), the clock
-//!   (2: the ephemeral cache's and the store's), the request (`post`, its body as bytes: 1 + 3 + 1 + 1),
-//!   waking the executor (2), the answer object (1) and resolving its Promise (1).
+//! - **on Redis: 12** — the clock (2: the ephemeral cache's and the store's), the request (`post`,
+//!   its body as bytes: 1 + 3 + 1 + 1), waking the executor (2), the answer object (1) and resolving
+//!   its Promise (1); the identifier is written in place by JavaScript ([`at_once`]), so reading it
+//!   and the absent `options` cost none.
 //!
 //! A change that adds a crossing to a decision fails that test; one that removes some lowers the
 //! budget here and there.

@@ -55,9 +55,11 @@ pub struct JsRatelimit {
     inner: Rc<Ratelimit>,
     /// Protection and analytics, read once: `limit` takes the plain path when both are off.
     protection: protection::ProtectionOptions,
-    /// The memory of decisions answered in one crossing (`limitAtOnce`), when they can be: a store in
-    /// this process, and nothing a decision would leave to do after its answer.
+    /// The memory of `limit()` without options (`at_once.rs`), when it takes its identifier in place.
     at_once: Option<Box<AtOnce>>,
+    /// Whether decisions are answered in one crossing (`limitAtOnce`): a store in this process, and
+    /// nothing a decision would leave to do after its answer.
+    answers_at_once: bool,
 }
 
 #[wasm_bindgen(js_class = Ratelimit)]
@@ -144,10 +146,13 @@ impl JsRatelimit {
             .map_err(|error| to_js_error(CONTEXT, &error))?;
         let answers_at_once =
             in_memory && lease.is_undefined() && local_counts.is_none() && !protection.active();
+        // Protection and analytics read the identifier from JavaScript (`protection::limit`).
+        let at_once = (!protection.active()).then(AtOnce::new);
         Ok(JsRatelimit {
             inner: Rc::new(limiter),
             protection,
-            at_once: answers_at_once.then(AtOnce::new),
+            at_once,
+            answers_at_once,
         })
     }
 
@@ -327,10 +332,16 @@ impl JsRatelimit {
 }
 
 impl JsRatelimit {
-    /// The limit and the memory of its decisions in one crossing, when it answers so.
-    pub(super) fn at_once(&self) -> Option<(&Ratelimit, &AtOnce)> {
+    /// The limit and the memory of `limit()` without options, when it takes its identifier in place.
+    pub(super) fn in_place(&self) -> Option<(&Rc<Ratelimit>, &AtOnce)> {
         let at_once = self.at_once.as_deref()?;
         Some((&self.inner, at_once))
+    }
+
+    /// [`JsRatelimit::in_place`], when decisions are answered in one crossing.
+    pub(super) fn answering_at_once(&self) -> Option<(&Ratelimit, &AtOnce)> {
+        let (limit, at_once) = self.in_place().filter(|_| self.answers_at_once)?;
+        Some((limit, at_once))
     }
 }
 

@@ -1,16 +1,21 @@
-// `limit()` answered in one crossing (src/wasm/at_once.rs, pkg-template/ratelimit.js): a store in this
-// process answers with no call from WebAssembly into JavaScript. These tests check that the answers
-// are those of the compiled path (`limit(identifier, { rate: 1 })` takes it), for every algorithm, with
-// and without the ephemeral cache, and that bad input still rejects as it does there.
+// `limit()` with its identifier written in place, answered in one crossing when it needs no I/O
+// (src/wasm/at_once.rs, pkg-template/ratelimit.js): a store in this process answers with no call from
+// WebAssembly into JavaScript; on Redis the compiled decision reads the identifier in place. These tests
+// check that the answers are those of the compiled path (`limit(identifier, { rate: 1 })` takes it),
+// for every algorithm, with and without the ephemeral cache, on identifiers in place or too long for
+// it, and that bad input still rejects as it does there.
 //
-//   node --test tests/js/at_once.test.mjs
+//   bash scripts/with_gateway.sh node --test tests/js/at_once.test.mjs
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { linkPackage } from "../../scripts/link_pkg.mjs";
 
 linkPackage(fileURLToPath(new URL(".", import.meta.url)));
-const { Ratelimit } = await import("edgelimit");
+const { Ratelimit, Redis } = await import("edgelimit");
+
+const url = process.env.EDGELIMIT_TEST_URL;
+const token = process.env.EDGELIMIT_TEST_TOKEN;
 
 const limiters = {
   fixedWindow: () => Ratelimit.fixedWindow(5, "1 h"),
@@ -114,4 +119,22 @@ test("a dynamic limit set in memory applies to decisions answered in one crossin
   const answer = await ratelimit.limit("d");
   assert.deepEqual([answer.limit, answer.remaining, answer.success], [2, 0, true]);
   assert.equal((await ratelimit.limit("d")).success, false);
+});
+
+test("on Redis, identifiers written in place count as on the compiled path, and bad ones reject alike", { skip: !url && "EDGELIMIT_TEST_URL is not set" }, async () => {
+  const prefix = `in-place-${Date.now()}`;
+  const ratelimit = new Ratelimit({ redis: new Redis({ url, token }), limiter: Ratelimit.fixedWindow(3, "1 h"), prefix, ephemeralCache: false, dynamicLimits: true });
+  // The written path (no options) and the compiled one (`{ rate: 1 }`) take from the same counter.
+  for (const identifier of ["user:1", 42, "é", "😀".repeat(64), "😀".repeat(65), "a".repeat(257), "\uFFFD"]) {
+    const seen = [];
+    for (let call = 0; call < 4; call++) {
+      const answer = call % 2 ? await ratelimit.limit(identifier, { rate: 1 }) : await ratelimit.limit(identifier);
+      seen.push([answer.success, answer.remaining]);
+    }
+    assert.deepEqual(seen, [[true, 2], [true, 1], [true, 0], [false, 0]], String(identifier).slice(0, 20));
+  }
+  await assert.rejects(ratelimit.limit("a\uD800b"), (error) => error instanceof TypeError && /identifier/.test(error.message));
+  await assert.rejects(ratelimit.limit("dynamic"), (error) => error instanceof TypeError && /dynamic/.test(error.message));
+  await assert.rejects(ratelimit.limit("x".repeat(8 * 1024 + 1)), (error) => error instanceof RangeError && /identifier/.test(error.message));
+  assert.equal((await ratelimit.limit("after")).remaining, 2, "the limit keeps working");
 });

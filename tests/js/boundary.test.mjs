@@ -40,7 +40,7 @@ const { Ratelimit, Redis } = await import("edgelimit");
 
 /** The budgets of src/wasm/mod.rs, calls into JavaScript per warm decision. */
 const IN_MEMORY = 0;
-const ON_REDIS = 14;
+const ON_REDIS = 12;
 
 const url = process.env.EDGELIMIT_TEST_URL;
 const token = process.env.EDGELIMIT_TEST_TOKEN;
