@@ -1,7 +1,9 @@
 //! Nanoseconds per decision on `MemoryBackend`, for each algorithm, beside `governor`'s keyed limiter
-//! in the same run: one hot key, and 100,000 keys visited in turn. And nanoseconds per identifier newly
-//! denied while the ephemeral cache is full of live blocks, at 10,000 and 100,000 entries: each
-//! iteration blocks a key never seen, which evicts one. Run with `make bench`.
+//! in the same run: one hot key, and 100,000 keys visited in turn; synchronous as governor's
+//! `check_key` (`MemoryBackend::acquire_now`), and GCRA once more through the `Backend` trait's
+//! future. And nanoseconds per identifier newly denied while the ephemeral cache is full of live
+//! blocks, at 10,000 and 100,000 entries: each iteration blocks a key never seen, which evicts one.
+//! Run with `make bench`.
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
 use edgelimit::algorithm::Algorithm;
@@ -66,13 +68,25 @@ fn decisions(c: &mut Criterion) {
             // Room for every key, as governor (which has no cap) has: this measures decisions, not evictions.
             let store = MemoryBackend::with_max_keys(2 * KEYS);
             let mut i = 0;
+            // Synchronous, as governor's `check_key` is.
             group.bench_function(BenchmarkId::new("edgelimit", name), |b| {
                 b.iter(|| {
                     i = (i + 1) % key_count;
-                    black_box(ready(store.acquire(&keys[i], 1.0, rule)).unwrap().allowed)
+                    black_box(store.acquire_now(&keys[i], 1.0, rule).unwrap().allowed)
                 })
             });
         }
+        // The same decision through the `Backend` trait, generic over stores: a boxed future each.
+        let (name, rule) = algorithms().pop().expect("GCRA is listed last");
+        let store = MemoryBackend::with_max_keys(2 * KEYS);
+        let mut i = 0;
+        let id = format!("{name}, Backend::acquire");
+        group.bench_function(BenchmarkId::new("edgelimit", id), |b| {
+            b.iter(|| {
+                i = (i + 1) % key_count;
+                black_box(ready(store.acquire(&keys[i], 1.0, rule)).unwrap().allowed)
+            })
+        });
         group.finish();
     }
 }

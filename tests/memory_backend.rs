@@ -25,7 +25,7 @@ fn every_algorithm(capacity: u64) -> Vec<Algorithm> {
 }
 
 #[test]
-fn threads_hammering_one_key_get_exactly_the_capacity() {
+fn threads_hammering_one_key_get_exactly_the_capacity_by_future_or_at_once() {
     const THREADS: usize = 8;
     const ATTEMPTS: usize = 2_000;
     for rule in every_algorithm(1_000) {
@@ -34,8 +34,14 @@ fn threads_hammering_one_key_get_exactly_the_capacity() {
         std::thread::scope(|scope| {
             for _ in 0..THREADS {
                 scope.spawn(|| {
-                    for _ in 0..ATTEMPTS {
-                        if block_on(store.acquire("hot", 1.0, rule)).unwrap().allowed {
+                    for attempt in 0..ATTEMPTS {
+                        // The trait's future and the synchronous call take from the same state.
+                        let decision = if attempt % 2 == 0 {
+                            block_on(store.acquire("hot", 1.0, rule))
+                        } else {
+                            store.acquire_now("hot", 1.0, rule)
+                        };
+                        if decision.unwrap().allowed {
                             admitted.fetch_add(1, Ordering::Relaxed);
                         }
                     }
@@ -262,4 +268,20 @@ fn a_key_used_with_another_algorithm_starts_fresh() {
     let [fixed, _, bucket, _] = every_algorithm(4).try_into().unwrap();
     block_on(store.acquire("k", 4.0, fixed)).unwrap();
     assert_eq!(block_on(store.available("k", bucket)).unwrap(), 4.0);
+}
+
+#[test]
+fn acquire_now_checks_the_cost_as_acquire_does() {
+    let rule: Algorithm = FixedWindow::new(10, Duration::from_secs(60))
+        .unwrap()
+        .into();
+    let store = MemoryBackend::new().with_clock(ManualClock::from_millis(EPOCH_MS));
+    let at_once = store.acquire_now("k", 0.5, rule).unwrap_err();
+    let by_future = block_on(store.acquire("k", 0.5, rule)).unwrap_err();
+    assert_eq!(at_once.to_string(), by_future.to_string());
+    assert!(
+        matches!(at_once, edgelimit::Error::InvalidCost { .. }),
+        "{at_once}"
+    );
+    assert_eq!(store.acquire_now("k", 4.0, rule).unwrap().remaining, 6.0);
 }

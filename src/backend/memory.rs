@@ -205,6 +205,15 @@ impl MemoryBackend {
         })
     }
 
+    /// [`Backend::acquire`] answered at once, without a future: the state is in this process, so a
+    /// caller that knows its store is a `MemoryBackend` decides synchronously (as with governor's
+    /// `check_key`), and saves the boxed future and its poll.
+    pub fn acquire_now(&self, key: &str, cost: f64, params: Algorithm) -> Result<Decision> {
+        let cost = params.cost(cost)?;
+        let now = self.clock.now_micros();
+        Ok(self.decide_at(key, cost, params, None, now)?.decision)
+    }
+
     /// [`Backend::reset`], done at once.
     fn forget(&self, key: &str) {
         let hash = self.hasher.hash_one(key);
@@ -367,18 +376,14 @@ impl Backend for MemoryBackend {
         })
     }
 
-    /// Decided at once in one step, without the default's second future.
+    /// [`MemoryBackend::acquire_now`], without the default's second future.
     fn acquire<'a>(
         &'a self,
         key: &'a str,
         cost: f64,
         params: Algorithm,
     ) -> BoxFuture<'a, Result<Decision>> {
-        Box::pin(async move {
-            let cost = params.cost(cost)?;
-            let now = self.clock.now_micros();
-            Ok(self.decide_at(key, cost, params, None, now)?.decision)
-        })
+        Box::pin(async move { self.acquire_now(key, cost, params) })
     }
 
     fn decide_in_process(
