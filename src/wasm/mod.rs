@@ -12,7 +12,7 @@
 //!   of their methods, their answer objects; [`algorithms`]: the algorithm factories
 //!   (`Ratelimit.slidingWindow(...)`); [`protection`], [`ip_deny_list`]: protection and analytics.
 //! - [`at_once`]: `limit()` with its identifier written in place, answered in one crossing when it needs
-//!   no I/O: the seam with `pkg-template/ratelimit.js`.
+//!   no I/O: the seam with `pkg-template/ratelimit.js`; [`in_place`]: the memory both halves share.
 //! - [`options`], [`errors`], [`promise`], [`sleep`], [`shared_cache`]: reading JavaScript values,
 //!   the errors thrown, futures as Promises, timers, the ephemeral cache shared through a `Map`.
 //!
@@ -65,6 +65,7 @@ mod arguments;
 mod at_once;
 mod errors;
 mod headers;
+mod in_place;
 mod ip_deny_list;
 mod limit_methods;
 #[cfg(feature = "multi-region")]

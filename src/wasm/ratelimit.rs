@@ -3,8 +3,8 @@
 
 use super::algorithms::{self, Kind};
 use super::answers;
-use super::at_once::AtOnce;
 use super::errors::{to_js_error, type_error};
+use super::in_place::InPlace;
 use super::ip_deny_list;
 use super::limit_methods::{self as methods, JsLimit};
 use super::options::{self, get, JsResult};
@@ -55,8 +55,8 @@ pub struct JsRatelimit {
     inner: Rc<Ratelimit>,
     /// Protection and analytics, read once: `limit` takes the plain path when both are off.
     protection: protection::ProtectionOptions,
-    /// The memory of `limit()` without options (`at_once.rs`), when it takes its identifier in place.
-    at_once: Option<Box<AtOnce>>,
+    /// The memory of `limit()` without options (`in_place.rs`), when it takes its identifier in place.
+    in_place: Option<Box<InPlace>>,
     /// Whether decisions are answered in one crossing (`limitAtOnce`): a store in this process, and
     /// nothing a decision would leave to do after its answer.
     answers_at_once: bool,
@@ -147,11 +147,11 @@ impl JsRatelimit {
         let answers_at_once =
             in_memory && lease.is_undefined() && local_counts.is_none() && !protection.active();
         // Protection and analytics read the identifier from JavaScript (`protection::limit`).
-        let at_once = (!protection.active()).then(AtOnce::new);
+        let in_place = (!protection.active()).then(InPlace::new);
         Ok(JsRatelimit {
             inner: Rc::new(limiter),
             protection,
-            at_once,
+            in_place,
             answers_at_once,
         })
     }
@@ -333,15 +333,15 @@ impl JsRatelimit {
 
 impl JsRatelimit {
     /// The limit and the memory of `limit()` without options, when it takes its identifier in place.
-    pub(super) fn in_place(&self) -> Option<(&Rc<Ratelimit>, &AtOnce)> {
-        let at_once = self.at_once.as_deref()?;
-        Some((&self.inner, at_once))
+    pub(super) fn in_place(&self) -> Option<(&Rc<Ratelimit>, &InPlace)> {
+        let in_place = self.in_place.as_deref()?;
+        Some((&self.inner, in_place))
     }
 
     /// [`JsRatelimit::in_place`], when decisions are answered in one crossing.
-    pub(super) fn answering_at_once(&self) -> Option<(&Ratelimit, &AtOnce)> {
-        let (limit, at_once) = self.in_place().filter(|_| self.answers_at_once)?;
-        Some((limit, at_once))
+    pub(super) fn answering_at_once(&self) -> Option<(&Ratelimit, &InPlace)> {
+        let (limit, in_place) = self.in_place().filter(|_| self.answers_at_once)?;
+        Some((limit, in_place))
     }
 }
 

@@ -1,0 +1,101 @@
+//! The memory of `limit()` without options shared with JavaScript (see [`super::at_once`]): the bytes
+//! the package's `Ratelimit` writes the identifier into, the slots it reads an answer given in one
+//! crossing from, and the buffers Rust copies the identifier and its key into.
+
+use crate::ratelimit::{Ratelimit, Response};
+use js_sys::{Float64Array, Uint8Array};
+use std::cell::Cell;
+use wasm_bindgen::JsCast;
+
+/// The numbers of an answer, in the order of the slots: `limit`, `remaining`, `reset`.
+const SLOTS: usize = 3;
+
+/// The longest identifier (UTF-8 bytes) written in place; a longer one takes the compiled path.
+const IDENTIFIER_BYTES: usize = 256;
+
+/// What a limit keeps in WebAssembly memory for `limit()` without options: the bytes JavaScript
+/// writes the identifier into and, answering in one crossing, the slots it reads the answer from and
+/// the buffers the identifier and its key are copied into, whose allocations serve every decision.
+pub(super) struct InPlace {
+    /// The numbers of the last answer, read by JavaScript in place.
+    slots: [Cell<f64>; SLOTS],
+    /// The UTF-8 of the next decision's identifier, written by JavaScript in place.
+    identifier: [Cell<u8>; IDENTIFIER_BYTES],
+    /// The identifier of the last decision, read from `identifier`.
+    text: Cell<String>,
+    /// The key of the last decision.
+    key: Cell<String>,
+}
+
+impl InPlace {
+    /// Empty slots and buffers, boxed: JavaScript holds views of their address.
+    pub(super) fn new() -> Box<Self> {
+        Box::new(Self {
+            slots: [const { Cell::new(0.0) }; SLOTS],
+            identifier: [const { Cell::new(0) }; IDENTIFIER_BYTES],
+            text: Cell::default(),
+            key: Cell::default(),
+        })
+    }
+
+    /// The `length` bytes of identifier JavaScript wrote, read into `buffer`; `None` when they are no
+    /// identifier to take as they are (past the bytes, not UTF-8, or holding U+FFFD, which may stand
+    /// for a lone surrogate: only the JavaScript string can tell).
+    pub(super) fn identifier(&self, length: usize, mut buffer: Vec<u8>) -> Option<String> {
+        buffer.clear();
+        buffer.extend(self.identifier.get(..length)?.iter().map(Cell::get));
+        let identifier = String::from_utf8(buffer).ok()?;
+        (identifier.is_ascii() || !identifier.contains('\u{FFFD}')).then_some(identifier)
+    }
+
+    /// [`Ratelimit::limit_at_once`] on the `length` bytes of identifier JavaScript wrote, the numbers
+    /// of a decided answer written into the slots; `None` when the bytes are no identifier to decide
+    /// here.
+    pub(super) fn decide(
+        &self,
+        limit: &Ratelimit,
+        length: usize,
+        rate: f64,
+        now_micros: u64,
+    ) -> Option<crate::Result<Response>> {
+        let identifier = self.identifier(length, self.text.take().into_bytes())?;
+        let mut key = self.key.take();
+        let answer = limit.limit_at_once(&identifier, rate, now_micros, &mut key);
+        self.key.set(key);
+        self.text.set(identifier);
+        if let Some(Ok(response)) = &answer {
+            self.write_slots(response);
+        }
+        answer
+    }
+
+    /// Writes `response`'s numbers into the slots.
+    fn write_slots(&self, response: &Response) {
+        let numbers = [
+            response.limit as f64,
+            response.remaining,
+            response.reset as f64,
+        ];
+        for (slot, number) in self.slots.iter().zip(numbers) {
+            slot.set(number);
+        }
+    }
+
+    /// The slots as a `Float64Array` over WebAssembly memory (empty once the memory grows).
+    pub(super) fn slots_view(&self) -> Float64Array {
+        let address = self.slots.as_ptr() as u32;
+        Float64Array::new_with_byte_offset_and_length(&memory(), address, SLOTS as u32)
+    }
+
+    /// The identifier's bytes as a `Uint8Array` over WebAssembly memory (empty once the memory grows).
+    pub(super) fn identifier_view(&self) -> Uint8Array {
+        let address = self.identifier.as_ptr() as u32;
+        Uint8Array::new_with_byte_offset_and_length(&memory(), address, IDENTIFIER_BYTES as u32)
+    }
+}
+
+/// The buffer of this instance's WebAssembly memory.
+fn memory() -> wasm_bindgen::JsValue {
+    let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
+    memory.buffer()
+}
