@@ -72,7 +72,7 @@ impl<T: Transport> RedisBackend<T> {
         cost: Cost,
         limit_key: Option<&str>,
     ) -> Result<Outcome> {
-        let (script, keys, args, now) = self.call(&rule, key, cost, limit_key);
+        let (script, keys, args, now) = self.call(&rule, key, cost, limit_key, None);
         let reply = script
             .run(&self.client, &keys, &args, self.elapsed_since(now))
             .await?;
@@ -85,31 +85,16 @@ impl<T: Transport> RedisBackend<T> {
         move || Duration::from_micros(self.clock.now_micros().saturating_sub(start))
     }
 
-    /// The script deciding `cost` on `key` under `rule`, its keys, its arguments (`ARGV[6]` is `1`
-    /// when the dynamic limit's key `limit_key` is sent) and the time they were made at (µs since
-    /// the epoch).
+    /// The script deciding `cost` on `key` under `rule`, its keys, its arguments and the time they
+    /// were made at (µs since the epoch). The dynamic limit's key `limit_key` and a lease's `ledger`
+    /// follow the algorithm's keys when given, as [`follow`] sends them.
     pub(super) fn call(
         &self,
         rule: &Algorithm,
         key: &str,
         cost: Cost,
         limit_key: Option<&str>,
-    ) -> (&'static Script, Strings, Strings, u64) {
-        let (script, keys, mut args, now) = self.call_head(rule, key, cost, limit_key);
-        if limit_key.is_some() {
-            args.push("1");
-        }
-        (script, keys, args, now)
-    }
-
-    /// [`RedisBackend::call`] up to its five first arguments, for a call whose `ARGV[6]` says more
-    /// (a lease's).
-    pub(super) fn call_head(
-        &self,
-        rule: &Algorithm,
-        key: &str,
-        cost: Cost,
-        limit_key: Option<&str>,
+        ledger: Option<&str>,
     ) -> (&'static Script, Strings, Strings, u64) {
         let now = self.clock.now_micros();
         let Call {
@@ -120,9 +105,7 @@ impl<T: Transport> RedisBackend<T> {
         let mut args = self.args_from_time(now);
         args.push_number(a).push_number(b).push_number(c);
         args.push_decimal(cost.get());
-        if let Some(limit_key) = limit_key {
-            keys.push(limit_key);
-        }
+        follow(&mut keys, &mut args, limit_key, ledger);
         (script, keys, args, now)
     }
 
@@ -142,6 +125,27 @@ impl<T: Transport> RedisBackend<T> {
     pub(super) fn now_micros(&self) -> u64 {
         self.clock.now_micros()
     }
+}
+
+/// Sends the keys that follow an algorithm's, the dynamic limit's `limit_key` then a lease's
+/// `ledger`, and `ARGV[6]`, which names them for the prelude: `1` the dynamic limit, `2` the ledger,
+/// `3` both, nothing when neither is sent.
+pub(super) fn follow(
+    keys: &mut Strings,
+    args: &mut Strings,
+    limit_key: Option<&str>,
+    ledger: Option<&str>,
+) {
+    let flag = match (limit_key, ledger) {
+        (None, None) => return,
+        (Some(_), None) => "1",
+        (None, Some(_)) => "2",
+        (Some(_), Some(_)) => "3",
+    };
+    for key in limit_key.into_iter().chain(ledger) {
+        keys.push(key);
+    }
+    args.push(flag);
 }
 
 /// The outcome of `rule`'s `script` for `cost` from its `reply`, checked: the algorithm, run on the

@@ -8,7 +8,7 @@
 //! `<prefix>:`), and it has the hash tag of `<key>`, so that on a Redis Cluster, with
 //! [`KeyLayout::Cluster`](crate::KeyLayout::Cluster), it shares the identifier's slot.
 
-use super::backend::{decided, RedisBackend};
+use super::backend::{decided, follow, RedisBackend};
 use super::command::Strings;
 use super::layout::{self, Call, PRELUDE};
 use super::script::Script;
@@ -38,13 +38,11 @@ pub(crate) fn ledger_key(key: &str) -> String {
     format!("edgelimit-lease|{key}")
 }
 
-/// `ARGV[6..]` of a call with a lease, after the five first: the keys sent after the algorithm's
-/// (the ledger, after the dynamic limit's key when `dynamic`), `want`, the ttl (µs) and the units
-/// given back; the ids of the leases closed follow.
-fn lease_args(args: &mut Strings, dynamic: bool, want: u64, ttl: Duration, back: f64) {
+/// `ARGV[7..]` of a call with a lease, after the flag naming the keys that follow the algorithm's
+/// ([`follow`]): `want`, the ttl (µs) and the units given back; the ids of the leases closed follow.
+fn lease_args(args: &mut Strings, want: u64, ttl: Duration, back: f64) {
     let ttl_micros = u64::try_from(ttl.as_micros()).unwrap_or(u64::MAX);
-    args.push(if dynamic { "3" } else { "2" })
-        .push_number(want)
+    args.push_number(want)
         .push_number(ttl_micros)
         .push_decimal(back);
 }
@@ -59,14 +57,15 @@ impl<T: Transport> LeaseBackend for RedisBackend<T> {
         renewal: &'a Renewal,
     ) -> BoxFuture<'a, Result<Leased>> {
         Box::pin(async move {
-            let (script, mut keys, mut args, now) = self.call_head(&params, key, cost, limit_key);
+            let ledger = ledger_key(key);
+            let (script, keys, mut args, now) =
+                self.call(&params, key, cost, limit_key, Some(&ledger));
             let closing = &renewal.closing;
             let (want, ttl) = (renewal.want, renewal.ttl);
-            lease_args(&mut args, limit_key.is_some(), want, ttl, closing.units);
+            lease_args(&mut args, want, ttl, closing.units);
             for id in &closing.ids {
                 args.push(id);
             }
-            keys.push(&ledger_key(key));
             let reply = script
                 .run(self.client(), &keys, &args, self.elapsed_since(now))
                 .await?;
@@ -107,14 +106,11 @@ impl<T: Transport> LeaseBackend for RedisBackend<T> {
             };
             let mut args = self.args_from_time(now);
             args.push_number(a).push_number(b).push_number(c).push(kind);
-            if let Some(limit_key) = limit_key {
-                keys.push(limit_key);
-            }
-            lease_args(&mut args, limit_key.is_some(), 0, ttl, 0.0);
+            follow(&mut keys, &mut args, limit_key, Some(&ledger_key(key)));
+            lease_args(&mut args, 0, ttl, 0.0);
             for id in voided {
                 args.push(id);
             }
-            keys.push(&ledger_key(key));
             LEASE_RESET
                 .run(self.client(), &keys, &args, self.elapsed_since(now))
                 .await

@@ -84,7 +84,7 @@ impl<T: Transport> RedisBackend<T> {
         limit_key: Option<&str>,
         guard: Guard<'_>,
     ) -> Result<Guarded> {
-        let (_, mut keys, mut args, now) = self.call(&rule, key, cost, limit_key);
+        let (_, mut keys, mut args, now) = self.call(&rule, key, cost, limit_key, None);
         let script = guarded(&rule);
         let values = guard.deny_list.map_or(&[][..], |(_, values)| values);
         if let Some((deny_key, _)) = guard.deny_list {
