@@ -48,9 +48,7 @@ impl Strings {
             return self.push(&value.to_string());
         };
         self.json.extend_from_slice(b",\"");
-        self.json
-            .extend_from_slice(itoa::Buffer::new().format(integer).as_bytes());
-        self.close()
+        self.close_with_number(integer)
     }
 
     /// Adds `text`, a colon and `number` in decimal as one string (such as a key and its window).
@@ -69,7 +67,7 @@ impl Strings {
     }
 
     /// Ends the string being written with `number`'s digits, which need no escaping.
-    fn close_with_number(&mut self, number: u64) -> &mut Self {
+    fn close_with_number(&mut self, number: impl itoa::Integer) -> &mut Self {
         self.json
             .extend_from_slice(itoa::Buffer::new().format(number).as_bytes());
         self.close()

@@ -49,7 +49,7 @@ pub fn limit_at_once(ratelimit: &JsRatelimit, length: usize, now_ms: f64, rate: 
 #[wasm_bindgen(js_name = limitWritten, skip_typescript)]
 pub fn limit_written(ratelimit: &JsRatelimit, length: usize) -> Option<Promise> {
     let (limit, in_place) = ratelimit.in_place()?;
-    let identifier = in_place.identifier(length, Vec::with_capacity(length))?;
+    let identifier = in_place.identifier(length, Vec::new())?;
     Some(limit_methods::limit_with(
         "Ratelimit.limit",
         limit,
