@@ -680,14 +680,26 @@ test("the regions view at a phone's size: simulated clients at a rate, no sidewa
   await page.tap("#regions-run");
   assert.equal(await page.textContent("#regions-run"), "Start");
   const { decisions, held } = await checkRegions(page);
+  // Requests in flight together may reach a region out of the order sent (each region has its own
+  // connections), so which of them a region admits depends on timing; what the design guarantees
+  // does not (src/multi_region/mod.rs).
+  const admittedBy = (decision) => decision.replies.filter((reply) => reply.admitted).map((reply) => reply.region);
   for (const client of ["client-1", "client-2"]) {
     const mine = decisions.filter((decision) => decision.identifier === client);
     assert.ok(mine.length >= 5, `${client} sent ${mine.length}`);
-    // One client's requests reach each region in the order sent: the first five are admitted.
-    assert.deepEqual(mine.map((decision) => decision.success), mine.map((_, n) => n < 5), client);
+    assert.ok(mine.filter((decision) => decision.success).length >= 1, client);
     assert.ok(mine.every((decision) => decision.region !== SLOW && !decision.heard.includes(SLOW)), client);
+    // Each region admits at most the limit of what it holds, its own admissions included.
+    for (const region of regions.tokens.keys()) {
+      const admitted = mine.filter((decision) => admittedBy(decision).includes(region)).length;
+      assert.ok(admitted <= 5, `${client}: region ${region} admitted ${admitted}`);
+    }
   }
-  assert.equal(Object.values(held[0]).flat().length, 10);
+  // The regions hold, merged, exactly the requests some region admitted: every answer that admitted,
+  // and any request a slower region admitted after the answering one denied it.
+  const admittedIds = decisions.filter((decision) => admittedBy(decision).length > 0).map((decision) => `${decision.id}=1`).sort();
+  assert.deepEqual(Object.values(held[0]).flat().sort(), admittedIds);
+  assert.ok(decisions.filter((decision) => decision.success).every((decision) => admittedIds.includes(`${decision.id}=1`)));
   const layout = await page.evaluate(() => {
     const width = document.documentElement.clientWidth;
     const outside = [...document.querySelectorAll("body *")]
