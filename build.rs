@@ -1,7 +1,8 @@
 //! Prepares the Lua scripts the crate sends to Redis. Each file of `src/redis/scripts/` is written to
 //! `$OUT_DIR/scripts/` as it is sent: without its comment lines and indentation (they are for readers,
 //! and would cost every EVAL and the package bytes), for `include_str!` (src/redis/layout.rs,
-//! src/redis/protected.rs). Each script, the prelude followed by `<name>.lua`, gets its SHA-1 (as EVALSHA
+//! src/redis/protected.rs). Each script, `fast/<name>.lua` when there is one (a common request decided
+//! before the prelude defines anything), the prelude, then `<name>.lua`, gets its SHA-1 (as EVALSHA
 //! names it) in `$OUT_DIR/<name>.lua.sha1`. The algorithms' scripts also get the SHA-1 of their guarded
 //! variant, `$OUT_DIR/<name>.guarded.lua.sha1`: `guard/head.lua`, the prelude, the script's body as a
 //! function `decide`, then `guard/tail.lua`, which src/redis/protected.rs joins from the same files.
@@ -19,6 +20,7 @@ fn main() {
     println!("cargo:rerun-if-changed={}", prelude_path.display());
     let sent = out_dir.join("scripts");
     fs::create_dir_all(sent.join("guard")).expect("OUT_DIR is writable");
+    fs::create_dir_all(sent.join("fast")).expect("OUT_DIR is writable");
     let prelude = as_sent(&prelude_path, &sent.join("prelude.lua"));
     let head = as_sent(
         &watched(&dir.join("guard/head.lua")),
@@ -38,7 +40,13 @@ fn main() {
         println!("cargo:rerun-if-changed={}", path.display());
         let name = path.file_stem().expect("a file name").to_string_lossy();
         let body = as_sent(&path, &sent.join(format!("{name}.lua")));
-        let script = prelude.clone() + &body;
+        let fast_path = dir.join(format!("fast/{name}.lua"));
+        let fast = if fast_path.exists() {
+            as_sent(&watched(&fast_path), &sent.join(format!("fast/{name}.lua")))
+        } else {
+            String::new()
+        };
+        let script = fast + &prelude + &body;
         write(&out_dir.join(format!("{name}.lua.sha1")), &sha1(&script));
         if GUARDED.contains(&&*name) {
             let guarded = format!("{head}{prelude}local function decide()\n{body}\nend\n{tail}");

@@ -75,7 +75,8 @@ fn random_steps(random: &mut Random, rule: Algorithm, count: usize) -> Vec<Step>
     );
     let capacity = rule.capacity();
     let cost = |random: &mut Random| {
-        let quarters = random.between(0..=(capacity + 2) * 4) as f64 - 8.0;
+        // From -2 to 2 more than the capacity: refunds, and costs no state can admit.
+        let quarters = random.between(0..=(capacity + 4) * 4) as f64 - 8.0;
         if whole {
             (quarters / 4.0).round()
         } else {
@@ -412,6 +413,89 @@ async fn keys_values_and_ttls_are_those_of_upstash_ratelimit() {
     redis.reset("a", fixed).await.unwrap();
     assert_eq!(redis.available("a", fixed).await.unwrap(), 10.0);
     assert_eq!(redis.available("a:1", fixed).await.unwrap(), 9.0);
+}
+
+/// A fixed window's common request (the caller's time, neither a dynamic limit nor a lease, a whole
+/// cost from 1 to the limit) is decided before the script's prelude and answered with the count
+/// alone; every other request goes the general way, whose reply carries the state it found.
+#[tokio::test]
+async fn a_fixed_windows_common_request_is_answered_with_its_count_alone() {
+    let servers = Servers::start();
+    let script = SCRIPTS
+        .iter()
+        .find(|script| script.name() == "fixed window")
+        .unwrap();
+    // Windows of 10^9 ms, so that the caller's clock and Redis's fall in the same one.
+    let window_ms = 1_000_000_000u64;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64;
+    let (now, window) = (now.to_string(), (now / 1_000 / window_ms).to_string());
+    let key = format!("fast:{window}");
+    let eval = |keys: &[&str], args: &[&str]| {
+        let count = keys.len().to_string();
+        let mut command_line = vec!["EVAL", script.source(), &count];
+        command_line.extend(keys.iter().chain(args));
+        let command_line: Vec<String> = command_line.iter().map(|s| s.to_string()).collect();
+        let servers = &servers;
+        async move {
+            let command_line: Vec<&str> = command_line.iter().map(String::as_str).collect();
+            command(servers, &command_line).await.unwrap()
+        }
+    };
+    let limit = |cost: &'static str| [now.as_str(), &window, "1000000000", "10", cost];
+
+    // A counter @upstash/ratelimit's cachedFixedWindow left without an expiry gets one.
+    command(&servers, &["SET", &key, "3"]).await.unwrap();
+    assert_eq!(eval(&[&key], &limit("2")).await, json!(5));
+    assert!(pttl(&servers, &key).await > 999_000_000);
+    assert_eq!(
+        eval(&[&key], &limit("10")).await,
+        json!(15),
+        "denied, counted"
+    );
+
+    // The general way: {allowed, now, limit, window, count found}.
+    let general = |reply: serde_json::Value, allowed: u64, found: &str| {
+        let fields = reply.as_array().unwrap_or_else(|| panic!("{reply}"));
+        assert_eq!(fields[0], json!(allowed), "{reply}");
+        assert_eq!(fields[4], json!(found), "{reply}");
+    };
+    // A cost above the limit is denied without being counted, as the algorithm (and MemoryBackend)
+    // decides it.
+    general(eval(&[&key], &limit("11")).await, 0, "15");
+    let stored = command(&servers, &["GET", &key]).await.unwrap();
+    assert_eq!(stored, json!("15"));
+    // A refund.
+    general(eval(&[&key], &limit("-14")).await, 1, "15");
+    // Redis's clock.
+    let redis_clock = ["", &window, "1000000000", "10", "1"];
+    general(eval(&[&key], &redis_clock).await, 1, "1");
+    // A dynamic limit (ARGV[6] = '1'), none stored.
+    let dynamic = [now.as_str(), &window, "1000000000", "10", "1", "1"];
+    general(eval(&[&key, "fast:dynamic"], &dynamic).await, 1, "2");
+    // A counter INCRBY cannot count goes the general way, which names it.
+    command(&servers, &["SET", &key, "x"]).await.unwrap();
+    let refused = command(
+        &servers,
+        &[
+            "EVAL",
+            script.source(),
+            "1",
+            &key,
+            &now,
+            &window,
+            "1000000000",
+            "10",
+            "1",
+        ],
+    )
+    .await;
+    assert!(
+        matches!(refused, Err(edgelimit::Error::CorruptState { .. })),
+        "{refused:?}"
+    );
 }
 
 #[tokio::test]

@@ -7,11 +7,12 @@ use super::layout::{self, Call};
 use super::reply::Reply;
 use super::rest::{malformed, RestClient};
 use super::script::Script;
-use crate::algorithm::{Algorithm, Cost};
+use crate::algorithm::{Algorithm, Cost, FixedWindowState};
 use crate::backend::{Backend, LeaseBackend, Outcome, ProtectedBackend};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{quote, Error, Result};
 use crate::maybe_send::BoxFuture;
+use crate::number;
 use crate::transport::Transport;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +22,8 @@ use std::time::Duration;
 /// Each decision is one script run atomically by Redis (EVALSHA, or EVAL the first time), so any number
 /// of processes share one limit. The script decides and writes; it also returns the state it found,
 /// on which the pure algorithm computes the answer's details (remaining, reset, retry-after) and checks
-/// that it agrees with the script. Keys and values are those of `@upstash/ratelimit` 2.x.
+/// that it agrees with the script (a fixed window's common request returns only its count: the
+/// client knows the rest). Keys and values are those of `@upstash/ratelimit` 2.x.
 pub struct RedisBackend<T> {
     client: RestClient<T>,
     clock: Arc<dyn Clock>,
@@ -76,7 +78,10 @@ impl<T: Transport> RedisBackend<T> {
         let reply = script
             .run(&self.client, &keys, &args, self.elapsed_since(now))
             .await?;
-        outcome(rule, script, &reply, cost)
+        match reply {
+            Reply::Integer(count) => counted(rule, script, count, cost, now),
+            reply => outcome(rule, script, &reply, cost),
+        }
     }
 
     /// How long since `start` (µs since the epoch, of this backend's clock), for a retry to fit in
@@ -157,6 +162,34 @@ pub(super) fn outcome(
     cost: Cost,
 ) -> Result<Outcome> {
     decided(rule, script, reply, cost, None).map(|(outcome, _)| outcome)
+}
+
+/// The outcome of a fixed window's request decided before the script's prelude
+/// (src/redis/scripts/fast/fixed_window.lua): `count` is the window's count after adding the whole
+/// `cost`, at the time the caller `sent`, under the limit it sent.
+fn counted(rule: Algorithm, script: &Script, count: i64, cost: Cost, sent: u64) -> Result<Outcome> {
+    let used = number::whole(cost.get()).and_then(|cost| count.checked_sub(cost));
+    let (Algorithm::FixedWindow(window), Some(used)) = (rule, used) else {
+        return Err(malformed(&format!(
+            "the {} script returned {count} for a cost of {}",
+            script.name(),
+            cost.get()
+        )));
+    };
+    let found = Some(
+        FixedWindowState {
+            window: window.window_index(sent),
+            used,
+        }
+        .into(),
+    );
+    let decision = rule.apply_leasing(found.as_ref(), sent, cost, 0).decision;
+    Ok(Outcome {
+        now: sent,
+        found,
+        rule,
+        decision,
+    })
 }
 
 /// [`outcome`], for a call that asked for a lease of up to `want` units when given: the reply then

@@ -16,12 +16,24 @@ use crate::error::Result;
 /// The prelude every script starts with, as sent (see build.rs).
 pub(super) const PRELUDE: &str = include_str!(concat!(env!("OUT_DIR"), "/scripts/prelude.lua"));
 
-/// The prelude and the script `src/redis/scripts/$file` as sent, with its SHA-1 as build.rs computes it.
+/// The prelude and the script `src/redis/scripts/$file` as sent, with its SHA-1 as build.rs computes it;
+/// `fast` first, for a script with a `fast/$file` (build.rs).
 macro_rules! script {
     ($name:literal, $file:literal) => {
+        script!($name, $file, [])
+    };
+    ($name:literal, $file:literal, fast) => {
+        script!(
+            $name,
+            $file,
+            [include_str!(concat!(env!("OUT_DIR"), "/scripts/fast/", $file))]
+        )
+    };
+    ($name:literal, $file:literal, [$($fast:expr)?]) => {
         Script::from_parts(
             $name,
             &[
+                $($fast,)?
                 PRELUDE,
                 include_str!(concat!(env!("OUT_DIR"), "/scripts/", $file)),
             ],
@@ -30,7 +42,7 @@ macro_rules! script {
     };
 }
 
-static FIXED_WINDOW: Script = script!("fixed window", "fixed_window.lua");
+static FIXED_WINDOW: Script = script!("fixed window", "fixed_window.lua", fast);
 static SLIDING_WINDOW: Script = script!("sliding window", "sliding_window.lua");
 static TOKEN_BUCKET: Script = script!("token bucket", "token_bucket.lua");
 static GCRA: Script = script!("gcra", "gcra.lua");

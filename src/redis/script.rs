@@ -127,7 +127,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn each_script_is_the_code_of_the_prelude_and_its_file_without_comments() {
+    fn each_script_is_the_code_of_its_fast_path_the_prelude_and_its_file_without_comments() {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/redis/scripts/");
         let read = |file: &str| std::fs::read_to_string(dir.to_owned() + file).unwrap();
         let scripts = SCRIPTS.iter();
@@ -135,7 +135,9 @@ pub(crate) mod tests {
         let scripts = scripts.chain(crate::redis::MULTI_REGION_SCRIPTS.iter());
         for script in scripts {
             let file = script.name().replace(' ', "_") + ".lua";
-            let source = read("prelude.lua") + &read(&file);
+            let fast =
+                std::fs::read_to_string(dir.to_owned() + "fast/" + &file).unwrap_or_default();
+            let source = fast + &read("prelude.lua") + &read(&file);
             let code = code_lines(&source);
             assert_eq!(code_lines(script.source()), code, "{file}");
             assert_eq!(script.source().lines().count(), code.len(), "{file}");

@@ -5,7 +5,8 @@
 -- ARGV: now (µs or ""), window of KEYS[1], window length (ms), limit, cost.
 -- ARGV[6], the keys after the algorithm's (see the prelude); with a ledger, ARGV[7..], a lease's.
 -- Reply: {allowed (0/1), now (µs), limit applied, window, count stored before this request (as text)},
--- then, with a lease, the units leased and the lease's id.
+-- then, with a lease, the units leased and the lease's id; or the count after this request alone, when
+-- fast/fixed_window.lua decided it before the prelude.
 local now = now_micros()
 local limit, failed = capacity(tonumber(ARGV[4]))
 if failed then
@@ -14,17 +15,18 @@ end
 local keys_from, window_ms, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[5])
 local window = math.floor(math.floor(now / 1000) / window_ms)
 local key = window_of(keys_from, window)
--- The common request, a positive cost with no lease, is counted at once (INCRBY), as the peer's
--- script counts, rather than read and then counted. What INCRBY refuses to count, and a count past
--- 2^53 - 1 in size (taken back at once), go the general way below, which reads the value first.
-if cost > 0 and not lease_key then
+-- With Redis's clock or a dynamic limit, the common request, a cost from 1 to the limit with no lease,
+-- is counted at once (INCRBY) as in fast/fixed_window.lua, rather than read and then counted. What
+-- INCRBY refuses to count, and a count past 2^53 - 1 in size (taken back at once), go the general
+-- way below, which reads the value first.
+if cost > 0 and cost <= limit and not lease_key then
   local count = redis.pcall('INCRBY', key, ARGV[5])
   if type(count) == 'number' then
     if math.abs(count) <= 9007199254740991 then
       if redis.call('PTTL', key) < 0 then
         redis.call('PEXPIRE', key, window_ms)
       end
-      local allowed = (cost <= limit and count <= limit) and 1 or 0
+      local allowed = count <= limit and 1 or 0
       return {allowed, now, limit, window, string.format('%d', count - cost)}
     end
     redis.call('DECRBY', key, ARGV[5])
