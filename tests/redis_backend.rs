@@ -415,46 +415,59 @@ async fn keys_values_and_ttls_are_those_of_upstash_ratelimit() {
     assert_eq!(redis.available("a:1", fixed).await.unwrap(), 9.0);
 }
 
+/// `EVAL` of the script named `name` with `keys` and `args`, through the gateway.
+async fn eval(
+    servers: &Servers,
+    name: &str,
+    keys: &[&str],
+    args: &[&str],
+) -> edgelimit::Result<serde_json::Value> {
+    let script = SCRIPTS.iter().find(|script| script.name() == name).unwrap();
+    let count = keys.len().to_string();
+    let mut line = vec!["EVAL", script.source(), &count];
+    line.extend(keys.iter().chain(args));
+    command(servers, &line).await
+}
+
+/// Now (µs) and its window of 10^9 ms, as text: windows that long put the caller's clock and Redis's
+/// in the same one.
+fn now_and_window() -> (String, u64) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64;
+    (now.to_string(), now / 1_000 / 1_000_000_000)
+}
+
 /// A fixed window's common request (the caller's time, neither a dynamic limit nor a lease, a whole
 /// cost from 1 to the limit) is decided before the script's prelude and answered with the count
 /// alone; every other request goes the general way, whose reply carries the state it found.
 #[tokio::test]
 async fn a_fixed_windows_common_request_is_answered_with_its_count_alone() {
     let servers = Servers::start();
-    let script = SCRIPTS
-        .iter()
-        .find(|script| script.name() == "fixed window")
-        .unwrap();
-    // Windows of 10^9 ms, so that the caller's clock and Redis's fall in the same one.
-    let window_ms = 1_000_000_000u64;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_micros() as u64;
-    let (now, window) = (now.to_string(), (now / 1_000 / window_ms).to_string());
+    let (now, window) = now_and_window();
+    let window = window.to_string();
     let key = format!("fast:{window}");
-    let eval = |keys: &[&str], args: &[&str]| {
-        let count = keys.len().to_string();
-        let mut command_line = vec!["EVAL", script.source(), &count];
-        command_line.extend(keys.iter().chain(args));
-        let command_line: Vec<String> = command_line.iter().map(|s| s.to_string()).collect();
+    let fixed = |keys: &[&str], args: &[&str]| {
+        let (keys, args): (Vec<String>, Vec<String>) = (
+            keys.iter().map(|s| s.to_string()).collect(),
+            args.iter().map(|s| s.to_string()).collect(),
+        );
         let servers = &servers;
         async move {
-            let command_line: Vec<&str> = command_line.iter().map(String::as_str).collect();
-            command(servers, &command_line).await.unwrap()
+            let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            eval(servers, "fixed window", &keys, &args).await
         }
     };
     let limit = |cost: &'static str| [now.as_str(), &window, "1000000000", "10", cost];
 
     // A counter @upstash/ratelimit's cachedFixedWindow left without an expiry gets one.
     command(&servers, &["SET", &key, "3"]).await.unwrap();
-    assert_eq!(eval(&[&key], &limit("2")).await, json!(5));
+    assert_eq!(fixed(&[&key], &limit("2")).await.unwrap(), json!(5));
     assert!(pttl(&servers, &key).await > 999_000_000);
-    assert_eq!(
-        eval(&[&key], &limit("10")).await,
-        json!(15),
-        "denied, counted"
-    );
+    let denied = fixed(&[&key], &limit("10")).await.unwrap();
+    assert_eq!(denied, json!(15), "denied, counted");
 
     // The general way: {allowed, now, limit, window, count found}.
     let general = |reply: serde_json::Value, allowed: u64, found: &str| {
@@ -464,34 +477,103 @@ async fn a_fixed_windows_common_request_is_answered_with_its_count_alone() {
     };
     // A cost above the limit is denied without being counted, as the algorithm (and MemoryBackend)
     // decides it.
-    general(eval(&[&key], &limit("11")).await, 0, "15");
+    general(fixed(&[&key], &limit("11")).await.unwrap(), 0, "15");
     let stored = command(&servers, &["GET", &key]).await.unwrap();
     assert_eq!(stored, json!("15"));
     // A refund.
-    general(eval(&[&key], &limit("-14")).await, 1, "15");
+    general(fixed(&[&key], &limit("-14")).await.unwrap(), 1, "15");
     // Redis's clock.
     let redis_clock = ["", &window, "1000000000", "10", "1"];
-    general(eval(&[&key], &redis_clock).await, 1, "1");
+    general(fixed(&[&key], &redis_clock).await.unwrap(), 1, "1");
     // A dynamic limit (ARGV[6] = '1'), none stored.
     let dynamic = [now.as_str(), &window, "1000000000", "10", "1", "1"];
-    general(eval(&[&key, "fast:dynamic"], &dynamic).await, 1, "2");
+    general(
+        fixed(&[&key, "fast:dynamic"], &dynamic).await.unwrap(),
+        1,
+        "2",
+    );
     // A counter INCRBY cannot count goes the general way, which names it.
     command(&servers, &["SET", &key, "x"]).await.unwrap();
-    let refused = command(
-        &servers,
-        &[
-            "EVAL",
-            script.source(),
-            "1",
-            &key,
-            &now,
-            &window,
-            "1000000000",
-            "10",
-            "1",
-        ],
-    )
-    .await;
+    let refused = fixed(&[&key], &limit("1")).await;
+    assert!(
+        matches!(refused, Err(edgelimit::Error::CorruptState { .. })),
+        "{refused:?}"
+    );
+}
+
+/// A sliding window's common request (the caller's time, neither a dynamic limit nor a lease, a whole
+/// cost from 1 to the limit, counters as the scripts write them) is decided before the script's
+/// prelude and answered with the two counts found alone; anything else goes the general way.
+#[tokio::test]
+async fn a_sliding_windows_common_request_is_answered_with_its_counts_alone() {
+    let servers = Servers::start();
+    let (now, window) = now_and_window();
+    let previous_window = (window - 1).to_string();
+    let (previous, current) = ("slide:previous".to_owned(), "slide:current".to_owned());
+    let keys = [previous.as_str(), current.as_str()];
+    let sliding = |cost: &str, extra: &[&str]| {
+        let mut args = vec![now.clone(), previous_window.clone(), "1000000000".into()];
+        args.extend(["10".to_owned(), cost.to_owned()]);
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let servers = &servers;
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            eval(servers, "sliding window", &keys, &args).await
+        }
+    };
+
+    // Nothing stored: admitted, counted in the current window with the peer's expiry.
+    assert_eq!(sliding("3", &[]).await.unwrap(), json!([0, 0]));
+    assert_eq!(
+        command(&servers, &["GET", &current]).await.unwrap(),
+        json!("3")
+    );
+    assert!(pttl(&servers, &current).await > 1_999_000_000);
+    // A previous count weighs (at least 10 of 10^14 unless the window is all but over): denied,
+    // nothing written.
+    command(&servers, &["SET", &previous, "100000000000000"])
+        .await
+        .unwrap();
+    assert_eq!(
+        sliding("2", &[]).await.unwrap(),
+        json!([3, 100_000_000_000_000u64])
+    );
+    assert_eq!(
+        command(&servers, &["GET", &current]).await.unwrap(),
+        json!("3")
+    );
+
+    // The general way: {allowed, now, limit, window, current, previous, ...}.
+    let general = |reply: serde_json::Value| {
+        let fields = reply.as_array().unwrap_or_else(|| panic!("{reply}"));
+        assert!(fields.len() >= 6, "{reply}");
+        (fields[0].clone(), fields[4].clone(), fields[5].clone())
+    };
+    // A cost above the limit, a refund, a dynamic limit (ARGV[6] = '1', none stored).
+    assert_eq!(
+        general(sliding("11", &[]).await.unwrap()),
+        (json!(0), json!("3"), json!("100000000000000"))
+    );
+    assert_eq!(
+        general(sliding("-1", &[]).await.unwrap()),
+        (json!(1), json!("3"), json!("100000000000000"))
+    );
+    let dynamic_keys = [previous.as_str(), &current, "slide:dynamic"];
+    let dynamic_args = [now.as_str(), &previous_window, "1000000000", "10", "1", "1"];
+    let dynamic = eval(&servers, "sliding window", &dynamic_keys, &dynamic_args);
+    assert_eq!(
+        general(dynamic.await.unwrap()),
+        (json!(0), json!("2"), json!("100000000000000"))
+    );
+    // A counter written otherwise than the scripts write counts: negative (credit the peer's
+    // refunds left), or with a leading zero, which the general way names as corrupt.
+    command(&servers, &["SET", &previous, "-4"]).await.unwrap();
+    assert_eq!(
+        general(sliding("1", &[]).await.unwrap()),
+        (json!(1), json!("2"), json!("-4"))
+    );
+    command(&servers, &["SET", &previous, "007"]).await.unwrap();
+    let refused = sliding("1", &[]).await;
     assert!(
         matches!(refused, Err(edgelimit::Error::CorruptState { .. })),
         "{refused:?}"

@@ -7,7 +7,7 @@ use super::layout::{self, Call};
 use super::reply::Reply;
 use super::rest::{malformed, RestClient};
 use super::script::Script;
-use crate::algorithm::{Algorithm, Cost, FixedWindowState};
+use crate::algorithm::{Algorithm, Cost, FixedWindowState, SlidingWindowState, State};
 use crate::backend::{Backend, LeaseBackend, Outcome, ProtectedBackend};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{quote, Error, Result};
@@ -22,8 +22,8 @@ use std::time::Duration;
 /// Each decision is one script run atomically by Redis (EVALSHA, or EVAL the first time), so any number
 /// of processes share one limit. The script decides and writes; it also returns the state it found,
 /// on which the pure algorithm computes the answer's details (remaining, reset, retry-after) and checks
-/// that it agrees with the script (a fixed window's common request returns only its count: the
-/// client knows the rest). Keys and values are those of `@upstash/ratelimit` 2.x.
+/// that it agrees with the script (a window's common request returns only the counts: the client
+/// knows the rest). Keys and values are those of `@upstash/ratelimit` 2.x.
 pub struct RedisBackend<T> {
     client: RestClient<T>,
     clock: Arc<dyn Clock>,
@@ -78,9 +78,9 @@ impl<T: Transport> RedisBackend<T> {
         let reply = script
             .run(&self.client, &keys, &args, self.elapsed_since(now))
             .await?;
-        match reply {
-            Reply::Integer(count) => counted(rule, script, count, cost, now),
-            reply => outcome(rule, script, &reply, cost),
+        match decided_first(rule, &reply, cost, now) {
+            Some(outcome) => Ok(outcome),
+            None => outcome(rule, script, &reply, cost),
         }
     }
 
@@ -164,27 +164,31 @@ pub(super) fn outcome(
     decided(rule, script, reply, cost, None).map(|(outcome, _)| outcome)
 }
 
-/// The outcome of a fixed window's request decided before the script's prelude
-/// (src/redis/scripts/fast/fixed_window.lua): `count` is the window's count after adding the whole
-/// `cost`, at the time the caller `sent`, under the limit it sent.
-fn counted(rule: Algorithm, script: &Script, count: i64, cost: Cost, sent: u64) -> Result<Outcome> {
-    let used = number::whole(cost.get()).and_then(|cost| count.checked_sub(cost));
-    let (Algorithm::FixedWindow(window), Some(used)) = (rule, used) else {
-        return Err(malformed(&format!(
-            "the {} script returned {count} for a cost of {}",
-            script.name(),
-            cost.get()
-        )));
-    };
-    let found = Some(
-        FixedWindowState {
+/// The outcome of a request its script decided before the prelude (src/redis/scripts/fast/), at the
+/// time the caller `sent` and under the limit it sent, from the `reply` that carries only what the
+/// client does not know: a fixed window's count after adding the whole `cost`, or a sliding window's
+/// current and previous counts found. `None` for any other reply, which [`outcome`] reads.
+fn decided_first(rule: Algorithm, reply: &Reply, cost: Cost, sent: u64) -> Option<Outcome> {
+    let found: State = match (rule, reply) {
+        (Algorithm::FixedWindow(window), Reply::Integer(count)) => FixedWindowState {
             window: window.window_index(sent),
-            used,
+            used: number::whole(cost.get()).and_then(|cost| count.checked_sub(cost))?,
         }
         .into(),
-    );
+        (Algorithm::SlidingWindow(window), Reply::Array(counts)) => match counts.as_slice() {
+            [Reply::Integer(current), Reply::Integer(previous)] => SlidingWindowState {
+                window: window.window_index(sent),
+                current: u64::try_from(*current).ok()?,
+                previous: u64::try_from(*previous).ok()?,
+            }
+            .into(),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let found = Some(found);
     let decision = rule.apply_leasing(found.as_ref(), sent, cost, 0).decision;
-    Ok(Outcome {
+    Some(Outcome {
         now: sent,
         found,
         rule,

@@ -43,7 +43,7 @@ macro_rules! script {
 }
 
 static FIXED_WINDOW: Script = script!("fixed window", "fixed_window.lua", fast);
-static SLIDING_WINDOW: Script = script!("sliding window", "sliding_window.lua");
+static SLIDING_WINDOW: Script = script!("sliding window", "sliding_window.lua", fast);
 static TOKEN_BUCKET: Script = script!("token bucket", "token_bucket.lua");
 static GCRA: Script = script!("gcra", "gcra.lua");
 /// The multi-region windows' decision (see [`crate::multi_region`]).

@@ -7,7 +7,8 @@
 -- ARGV: now (µs or ""), window of KEYS[1], window length (ms), limit, cost.
 -- ARGV[6], the keys after the algorithm's (see the prelude); with a ledger, ARGV[7..], a lease's.
 -- Reply: {allowed (0/1), now (µs), limit applied, window, current count before this request, previous
--- count}, the counts as text; then, with a lease, the units leased and the lease's id.
+-- count}, the counts as text; then, with a lease, the units leased and the lease's id; or the two
+-- counts alone, {current, previous}, when fast/sliding_window.lua decided it before the prelude.
 local now = now_micros()
 local limit, failed = capacity(tonumber(ARGV[4]), true)
 if failed then
