@@ -94,16 +94,20 @@ function e2eMarkdown({ rows }, { e2eCellMs: cellMs, gateway }) {
     spreadText(o.cpuUs),
     spreadText(p.cpuUs),
     ratioText(ratio.cpuUs),
+    `${spreadText(o.redisUs)} / ${spreadText(p.redisUs)}`,
+    ratioText(ratio.redisUs),
   ]);
   return `## 3. End to end through the gateway
 
 A real redis-server and the ${gateway} build of \`edgelimit-gateway\` on loopback, fixed window, a limit never reached,
 each caller on a key of its own, each cell ${num(cellMs / 1000)} s. The client (Node), the gateway and Redis share the
 machine's cores, so this measures the whole loop, not the library alone. Throughput ratio above 1× means
-edgelimit decides more per second; latency is per \`await limit()\`.
+edgelimit decides more per second; latency is per \`await limit()\`. Redis µs per decision: the \`usec\` of every
+command in \`INFO commandstats\` (asked through the gateway before and after each cell) over the cell's decisions, the
+time Redis spent inside commands; on cores shared with the client and the gateway it includes Redis being preempted.
 
 ${table(
-  ["callers", "edgelimit decisions/s", "peer decisions/s", "edgelimit / peer", "edgelimit p50 / p99 ms", "peer p50 / p99 ms", "edgelimit client CPU µs", "peer client CPU µs", "CPU edgelimit / peer"],
+  ["callers", "edgelimit decisions/s", "peer decisions/s", "edgelimit / peer", "edgelimit p50 / p99 ms", "peer p50 / p99 ms", "edgelimit client CPU µs", "peer client CPU µs", "CPU edgelimit / peer", "Redis µs per decision (edgelimit / peer)", "Redis edgelimit / peer"],
   body,
 )}`;
 }
