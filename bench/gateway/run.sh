@@ -6,6 +6,8 @@
 #
 #   bench/gateway/run.sh            # SECONDS=3 by default
 #   SECONDS_PER_CELL=5 bench/gateway/run.sh
+#   GATEWAY_BIN=/tmp/old/edgelimit-gateway LOAD_BIN=/tmp/old/load CLUSTER=0 bench/gateway/run.sh
+#                                   # binaries built earlier (to alternate builds), no cluster table
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -16,8 +18,13 @@ for tool in redis-server redis-benchmark redis-cli cargo; do
   command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install redis-server)" >&2; exit 1; }
 done
 
-GATEWAY="$(bash "$ROOT/bench/gateway/build.sh")"
-LOAD="$(dirname "$GATEWAY")/examples/load"
+if [ -n "${GATEWAY_BIN:-}" ]; then
+  GATEWAY="$GATEWAY_BIN"
+  LOAD="${LOAD_BIN:-$(dirname "$GATEWAY")/examples/load}"
+else
+  GATEWAY="$(bash "$ROOT/bench/gateway/build.sh")"
+  LOAD="$(dirname "$GATEWAY")/examples/load"
+fi
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # A cluster node's bus listens 10,000 ports higher: at most 55535 (redis-server refuses above), bus free.
@@ -54,7 +61,10 @@ for _ in $(seq 100); do redis-cli -p "$RPORT" ping >/dev/null 2>&1 && break; sle
 read -r -a ACL_RULES <<<"$(sed -n 's/^ACL SETUSER gateway //p' "$ROOT/gateway/README.md" | head -n 1 | sed 's/>PASSWORD/>bench/')"
 [ "$(redis-cli -p "$RPORT" ACL SETUSER gateway "${ACL_RULES[@]}")" = OK ] || { echo "ACL SETUSER gateway failed" >&2; exit 1; }
 "$GATEWAY" --listen "127.0.0.1:$GPORT" --redis "redis://gateway:bench@127.0.0.1:$RPORT" --token "$TOKEN" &
-PIDS+=($!)
+GPID=$!
+PIDS+=($GPID)
+# CPU time (user + system, clock ticks) the gateway has used so far.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 wait_healthz "$GPORT"
 
 # A fixed-window step like @upstash/ratelimit's: INCR, set the TTL on first use.
@@ -67,18 +77,24 @@ raw() { # concurrency pipeline -> commands/s
     | tail -1 | cut -d, -f2 | tr -d '"'
 }
 
-echo "| workload | clients | gateway cmd/s | raw redis cmd/s | gateway/raw |"
-echo "|---|---:|---:|---:|---:|"
+echo "| workload | clients | gateway cmd/s | raw redis cmd/s | gateway/raw | gateway CPU µs/request |"
+echo "|---|---:|---:|---:|---:|---:|"
 for mode in single pipeline16; do
   depth=1; [ "$mode" = pipeline16 ] && depth=16
   for c in 1 16 64; do
+    before=$(cpu_ticks "$GPID")
     g=$("$LOAD" "http://127.0.0.1:$GPORT" "$TOKEN" "$SHA" "$mode" "$c" "$CELL")
+    after=$(cpu_ticks "$GPID")
     r=$(raw "$c" "$depth")
     ratio=$(python3 -c "print(f'{$g/$r:.0%}')")
+    # requests = commands/s × seconds / commands per request; a tick is 1/CLK_TCK s.
+    cpu=$(python3 -c "print(f'{($after-$before)/$(getconf CLK_TCK)*1e6/($g*$CELL/$depth):.1f}')")
     label="EVALSHA"; [ "$mode" = pipeline16 ] && label="/pipeline of 16 EVALSHA (raw: -P 16)"
-    printf '| %s | %d | %.0f | %.0f | %s |\n' "$label" "$c" "$g" "$r" "$ratio"
+    printf '| %s | %d | %.0f | %.0f | %s | %s |\n' "$label" "$c" "$g" "$r" "$ratio" "$cpu"
   done
 done
+
+[ "${CLUSTER:-1}" = 0 ] && exit 0
 
 # A Redis Cluster of three masters and three replicas, the same ACL user on every node, and a second
 # gateway in front of it.

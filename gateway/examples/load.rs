@@ -5,7 +5,9 @@
 //! second. Each caller has keys of its own, so that a Redis Cluster spreads them over its masters.
 //!
 //! Each caller keeps one HTTP/1.1 connection of its own, as each `redis-benchmark` client does
-//! (no pool to check out of): the CPU it leaves free is the gateway's.
+//! (no pool to check out of): the CPU it leaves free is the gateway's. Like `redis-benchmark`
+//! (one thread, one event loop), it runs on one thread, and each caller drives its connection in
+//! its own task: no wake-up between threads or tasks per request.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -15,7 +17,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let [_, url, token, sha, mode, concurrency, seconds] = args.as_slice() else {
@@ -52,18 +54,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for _ in 0..concurrency {
         let stream = tokio::net::TcpStream::connect(address).await?;
         stream.set_nodelay(true)?;
-        let (sender, connection) =
-            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-        tokio::spawn(connection);
-        senders.push(sender);
+        senders.push(hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?);
     }
     let deadline = Instant::now() + duration;
     let started = Instant::now();
     let mut tasks = Vec::new();
-    for (caller, mut sender) in senders.into_iter().enumerate() {
+    for (caller, (mut sender, connection)) in senders.into_iter().enumerate() {
         let (address, auth, body) = (address.to_owned(), auth.clone(), body(caller));
         let (done, errors) = (done.clone(), errors.clone());
-        tasks.push(tokio::spawn(async move {
+        let requests = async move {
             while Instant::now() < deadline {
                 let request = hyper::Request::post(path)
                     .header("host", &address)
@@ -90,6 +89,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                         break;
                     }
                 }
+            }
+        };
+        // The connection is polled in the caller's task, beside its requests.
+        tasks.push(tokio::spawn(async move {
+            tokio::select! {
+                () = requests => {}
+                _ = connection => {}
             }
         }));
     }

@@ -168,10 +168,30 @@ async fn bind(address: std::net::SocketAddr) -> Result<tokio::net::TcpListener, 
         .map_err(|e| format!("cannot listen on {address}: {e}"))
 }
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+/// Parses the flags and runs the gateway on `--worker-threads` threads (1: tokio's current-thread
+/// runtime, no thread of its own besides `main`).
+fn main() -> std::process::ExitCode {
     let args = Args::parse();
     init_logs(args.log_format);
+    let mut builder = match args.worker_threads {
+        1 => tokio::runtime::Builder::new_current_thread(),
+        threads => {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.worker_threads(usize::from(threads));
+            builder
+        }
+    };
+    match builder.enable_all().build() {
+        Ok(runtime) => runtime.block_on(run(args)),
+        Err(error) => {
+            eprintln!("edgelimit-gateway: cannot start the runtime: {error}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}
+
+/// The gateway, until it is shut down.
+async fn run(args: Args) -> std::process::ExitCode {
     let config = match Config::from_args(args) {
         Ok(config) => config,
         Err(message) => {

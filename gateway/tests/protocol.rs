@@ -480,3 +480,41 @@ fn help_explains_flags() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no token"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serves_on_any_number_of_worker_threads_and_refuses_zero() {
+    let redis = Redis::start();
+    let auth = format!("Bearer {TOKEN}");
+    let c = http();
+    for threads in ["1", "3"] {
+        let gw = Gateway::in_front_of(&redis, &["--worker-threads", threads]);
+        let url = gw.url();
+        let r = send(
+            &c,
+            "POST",
+            &format!("{url}/"),
+            &[("authorization", &auth)],
+            r#"["INCR","threads"]"#,
+        )
+        .await;
+        assert_eq!(r.status, 200, "--worker-threads {threads}: {}", r.json);
+        let r = send(
+            &c,
+            "POST",
+            &format!("{url}/pipeline"),
+            &[("authorization", &auth)],
+            r#"[["INCR","threads"],["GET","threads"]]"#,
+        )
+        .await;
+        assert_eq!(r.status, 200, "--worker-threads {threads}: {}", r.json);
+    }
+    let stderr = test_support::gateway_refusal(&[
+        "--worker-threads",
+        "0",
+        "--redis",
+        &redis.url(0),
+        "--token",
+        TOKEN,
+    ]);
+    assert!(stderr.contains("--worker-threads"), "{stderr}");
+}

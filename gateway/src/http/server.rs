@@ -343,8 +343,10 @@ async fn http1<S>(
             response
         })
     });
+    // The head timeout is the watchdog's (`--header-read-timeout-ms`): hyper's own would arm a
+    // timer for every request.
     let mut conn = hyper::server::conn::http1::Builder::new()
-        .timer(TokioTimer::new())
+        .header_read_timeout(None)
         .serve_connection(io, hyper_service);
     let tick = limits.header_read.min(limits.idle) / 4;
     let mut watchdog =
