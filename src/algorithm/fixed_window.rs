@@ -6,7 +6,7 @@
 
 use super::cost::{self, Cost, Demand};
 use super::params::{self, MAX_COUNT};
-use super::{until, Policy, Transition};
+use super::{micros, saturating_product, until, Policy, Transition};
 use crate::decision::Decision;
 use crate::error::Result;
 use std::time::Duration;
@@ -132,11 +132,10 @@ impl Policy for FixedWindow {
         if state.used == 0 {
             0
         } else {
-            state
-                .window
-                .saturating_add(1)
-                .saturating_mul(self.window_ms)
-                .saturating_mul(1_000)
+            micros(saturating_product(
+                state.window.saturating_add(1),
+                self.window_ms,
+            ))
         }
     }
 }

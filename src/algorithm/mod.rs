@@ -255,7 +255,26 @@ impl_from!(
 
 /// The wait from `now` (microseconds) until `at_ms` (milliseconds), zero if already there.
 fn until(at_ms: u64, now: u64) -> Duration {
-    until_micros(at_ms.saturating_mul(1_000), now)
+    until_micros(micros(at_ms), now)
+}
+
+/// `ms` in microseconds, saturating: a compare and a multiply, where `u64::saturating_mul` costs a
+/// 128-bit multiplication (`__multi3`) on wasm32, on every decision of the store.
+fn micros(ms: u64) -> u64 {
+    if ms > u64::MAX / 1_000 {
+        u64::MAX
+    } else {
+        ms * 1_000
+    }
+}
+
+/// `a * b`, saturating, as `u64::saturating_mul`, in one multiply when both fit in 32 bits.
+fn saturating_product(a: u64, b: u64) -> u64 {
+    if (a | b) >> 32 == 0 {
+        a * b
+    } else {
+        a.saturating_mul(b)
+    }
 }
 
 /// The wait from `now` until `at`, both in microseconds, zero if already there.
@@ -266,6 +285,31 @@ fn until_micros(at: u64, now: u64) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_saturating_products_are_saturating_mul() {
+        let values = [
+            0,
+            1,
+            999,
+            1_000,
+            3_600_000,
+            1 << 31,
+            u32::MAX as u64,
+            1 << 32,
+            u64::MAX / 1_000,
+        ];
+        let values =
+            values
+                .into_iter()
+                .chain([u64::MAX / 1_000 + 1, 1 << 53, u64::MAX - 1, u64::MAX]);
+        for a in values.clone() {
+            assert_eq!(micros(a), a.saturating_mul(1_000), "{a}");
+            for b in values.clone() {
+                assert_eq!(saturating_product(a, b), a.saturating_mul(b), "{a} {b}");
+            }
+        }
+    }
 
     fn every_algorithm() -> [Algorithm; 4] {
         let minute = Duration::from_secs(60);

@@ -6,7 +6,7 @@
 
 use super::cost::{self, Cost, Demand};
 use super::params;
-use super::{until, Policy, Transition};
+use super::{micros, saturating_product, until, Policy, Transition};
 use crate::decision::Decision;
 use crate::error::Result;
 use std::time::Duration;
@@ -204,11 +204,10 @@ impl Policy for SlidingWindow {
             (0, _) => 1,
             _ => 2,
         };
-        state
-            .window
-            .saturating_add(windows_left)
-            .saturating_mul(self.window_ms)
-            .saturating_mul(1_000)
+        micros(saturating_product(
+            state.window.saturating_add(windows_left),
+            self.window_ms,
+        ))
     }
 }
 

@@ -10,7 +10,7 @@
 
 use super::cost::{self, Cost, Demand};
 use super::params;
-use super::{until, Policy, Transition};
+use super::{micros, saturating_product, until, Policy, Transition};
 use crate::decision::Decision;
 use crate::error::Result;
 use std::time::Duration;
@@ -120,7 +120,7 @@ impl TokenBucket {
         until(
             bucket
                 .refilled_at
-                .saturating_add((steps as u64).saturating_mul(self.interval_ms)),
+                .saturating_add(saturating_product(steps as u64, self.interval_ms)),
             now,
         )
     }
@@ -205,10 +205,11 @@ impl Policy for TokenBucket {
         } else {
             (missing / self.refill_rate as f64).ceil() as u64
         };
-        state
-            .refilled_at
-            .saturating_add(steps.saturating_mul(self.interval_ms))
-            .saturating_mul(1_000)
+        micros(
+            state
+                .refilled_at
+                .saturating_add(saturating_product(steps, self.interval_ms)),
+        )
     }
 }
 
