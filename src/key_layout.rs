@@ -40,33 +40,49 @@ impl KeyLayout {
     /// The base key of `identifier` under `prefix`; with [`KeyLayout::Cluster`], a key whose hash
     /// tag would be empty is an error.
     pub fn key(self, prefix: &str, identifier: &str) -> Result<String> {
-        let mut key = String::with_capacity(prefix.len() + 3 + identifier.len());
+        let mut key = String::new();
         self.write_key(prefix, identifier, &mut key)?;
         Ok(key)
     }
 
-    /// [`KeyLayout::key`] written into `key`, replacing what it held (its allocation is reused).
+    /// Writes `<prefix>:<identifier>`, or `<prefix>:{<identifier>}` in the cluster layout, into `key`,
+    /// replacing what it held. An identifier that leaves the cluster layout's hash tag empty is refused.
     pub fn write_key(self, prefix: &str, identifier: &str, key: &mut String) -> Result<()> {
+        key.reserve(prefix.len() + identifier.len() + 3);
+        self.write_head(prefix, key);
+        let head = key.len();
+        key.push_str(identifier);
+        self.end_key(key, head)
+    }
+
+    /// Writes what every key of `prefix` starts with into `key`, replacing what it held: `<prefix>:`,
+    /// or `<prefix>:{` in the cluster layout.
+    pub fn write_head(self, prefix: &str, key: &mut String) {
         key.clear();
         key.push_str(prefix);
-        key.push(':');
-        match self {
-            Self::Upstash => key.push_str(identifier),
-            Self::Cluster => {
-                key.push('{');
-                key.push_str(identifier);
-                key.push('}');
-                // Redis's hash tag: from the first `{` to the next `}`; empty, the whole key counts.
-                let open = key.find('{').unwrap_or_default();
-                if key[open + 1..].starts_with('}') {
-                    return Err(Error::InvalidParameter {
-                        algorithm: "cluster key layout",
-                        name: "identifier",
-                        value: quote(identifier),
-                        reason: "must not leave the key's hash tag empty (`{}`, as an empty identifier, one starting with `}` or a prefix holding `{}` do): Redis would hash the whole key",
-                    });
-                }
-            }
+        key.push_str(match self {
+            Self::Upstash => ":",
+            Self::Cluster => ":{",
+        });
+    }
+
+    /// Ends a `key` written as its head ([`KeyLayout::write_head`], its first `head` bytes) and then
+    /// an identifier, as [`KeyLayout::write_key`] does.
+    pub fn end_key(self, key: &mut String, head: usize) -> Result<()> {
+        if self == Self::Upstash {
+            return Ok(());
+        }
+        key.push('}');
+        // Redis's hash tag: from the first `{` to the next `}`; empty, the whole key counts.
+        let open = key.find('{').unwrap_or_default();
+        if key[open + 1..].starts_with('}') {
+            let identifier = key.get(head..key.len() - 1).unwrap_or_default();
+            return Err(Error::InvalidParameter {
+                algorithm: "cluster key layout",
+                name: "identifier",
+                value: quote(identifier),
+                reason: "must not leave the key's hash tag empty (`{}`, as an empty identifier, one starting with `}` or a prefix holding `{}` do): Redis would hash the whole key",
+            });
         }
         Ok(())
     }

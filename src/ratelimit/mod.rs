@@ -244,16 +244,53 @@ impl Ratelimit {
         now_micros: u64,
         key: &mut String,
     ) -> Option<Result<Response>> {
-        if self.protection.active() || self.leases.is_some() || self.local_counts.is_some() {
+        if !self.answers_at_once() {
             return None;
-        }
-        let limit_key = self.applied_limit_key();
-        if limit_key.is_some() && self.settings.key_layout == KeyLayout::Cluster {
-            return None; // the rule needs the stored limit read first (`decision_rule`)
         }
         if let Err(error) = self.write_key(identifier, key) {
             return Some(Err(error));
         }
+        self.decide_at_once(key, rate, now_micros)
+    }
+
+    /// Writes what every key of this limit starts with into `key`, for
+    /// [`Ratelimit::limit_key_at_once`].
+    pub fn write_key_head(&self, key: &mut String) {
+        self.settings.write_key_head(key);
+    }
+
+    /// [`Ratelimit::limit_at_once`] on a `key` holding its head ([`Ratelimit::write_key_head`], its
+    /// first `head` bytes) and then the identifier, which spares writing the prefix per decision.
+    /// `None` also when `head` does not end at a character of `key`.
+    pub fn limit_key_at_once(
+        &self,
+        key: &mut String,
+        head: usize,
+        rate: f64,
+        now_micros: u64,
+    ) -> Option<Result<Response>> {
+        if !self.answers_at_once() {
+            return None;
+        }
+        if let Err(error) = self.settings.end_key(key, head, self.shared_keys())? {
+            return Some(Err(error));
+        }
+        self.decide_at_once(key, rate, now_micros)
+    }
+
+    /// Whether [`Ratelimit::limit_at_once`] can answer: nothing the decision needs I/O or leaves work
+    /// for but the store, which may still say it is not in this process.
+    fn answers_at_once(&self) -> bool {
+        let rule_read_first =
+            self.applied_limit_key().is_some() && self.settings.key_layout == KeyLayout::Cluster;
+        !(self.protection.active()
+            || self.leases.is_some()
+            || self.local_counts.is_some()
+            || rule_read_first) // the rule needs the stored limit read first (`decision_rule`)
+    }
+
+    /// The decision of [`Ratelimit::limit_at_once`] on the base key `key`.
+    fn decide_at_once(&self, key: &str, rate: f64, now_micros: u64) -> Option<Result<Response>> {
         let cost = match self.settings.cost(rate) {
             Ok(cost) => cost,
             Err(error) => return Some(Err(error)),
@@ -261,10 +298,13 @@ impl Ratelimit {
         if let Some(block) = self.cached_block(key, rate, now_micros / 1_000) {
             return Some(Ok(block));
         }
-        let algorithm = self.settings.algorithm;
-        let decided = self
-            .backend
-            .decide_in_process(key, cost, algorithm, limit_key, now_micros)?;
+        let decided = self.backend.decide_in_process(
+            key,
+            cost,
+            self.settings.algorithm,
+            self.applied_limit_key(),
+            now_micros,
+        )?;
         Some(match decided {
             Ok(outcome) => {
                 self.learn(key, rate, &outcome.decision, now_micros);
@@ -595,12 +635,16 @@ impl Ratelimit {
 
     /// [`Ratelimit::key`] written into `key`, replacing what it held.
     fn write_key(&self, identifier: &str, key: &mut String) -> Result<()> {
-        let protected = SharedKeys {
+        self.settings.write_key(identifier, self.shared_keys(), key)
+    }
+
+    /// The keys the deny list and analytics share between every identifier, when they are on.
+    fn shared_keys(&self) -> SharedKeys {
+        SharedKeys {
             deny_list: self.protection.protects(),
             analytics: self.records_events(),
             ..SharedKeys::default()
-        };
-        self.settings.write_key(identifier, protected, key)
+        }
     }
 }
 

@@ -88,12 +88,38 @@ impl Settings {
         protected: SharedKeys,
         key: &mut String,
     ) -> Result<()> {
-        let shared = SharedKeys {
+        self.shared_keys(protected).check(identifier)?;
+        self.key_layout.write_key(&self.prefix, identifier, key)
+    }
+
+    /// Writes what every base key of this limit starts with into `key` ([`KeyLayout::write_head`]).
+    pub(crate) fn write_key_head(&self, key: &mut String) {
+        self.key_layout.write_head(&self.prefix, key);
+    }
+
+    /// [`Settings::write_key`] for a `key` holding its head ([`Settings::write_key_head`], its first
+    /// `head` bytes) and then the identifier: the identifier checked and the key ended; `None` when
+    /// `head` does not end at a character of `key`.
+    pub(crate) fn end_key(
+        &self,
+        key: &mut String,
+        head: usize,
+        protected: SharedKeys,
+    ) -> Option<Result<()>> {
+        let identifier = key.get(head..)?;
+        Some(
+            self.shared_keys(protected)
+                .check(identifier)
+                .and_then(|()| self.key_layout.end_key(key, head)),
+        )
+    }
+
+    /// The keys `protected` and the dynamic limit share between every identifier.
+    fn shared_keys(&self, protected: SharedKeys) -> SharedKeys {
+        SharedKeys {
             dynamic_limit: self.limit_key.is_some(),
             ..protected
-        };
-        shared.check(identifier)?;
-        self.key_layout.write_key(&self.prefix, identifier, key)
+        }
     }
 
     /// `rate` checked once, as the cost every step after takes: at most 2^53 - 1 in size, and what

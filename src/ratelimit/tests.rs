@@ -754,6 +754,54 @@ fn an_answer_at_once_is_the_answer_of_limit() {
 }
 
 #[test]
+fn an_answer_at_once_on_a_key_after_its_head_is_the_answer_on_the_identifier() {
+    for layout in [KeyLayout::Upstash, KeyLayout::Cluster] {
+        // On a cluster a dynamic limit is read before the decision, which is then not at once.
+        let dynamic = layout == KeyLayout::Upstash;
+        let clock = ManualClock::from_millis(START_MS);
+        let keyed = Ratelimit::new(memory(&clock), fixed(3, 60))
+            .with_key_layout(layout)
+            .with_prefix("p")
+            .with_dynamic_limits(dynamic);
+        let plain = Ratelimit::new(memory(&clock), fixed(3, 60))
+            .with_key_layout(layout)
+            .with_prefix("p")
+            .with_dynamic_limits(dynamic);
+        let mut head = String::new();
+        keyed.write_key_head(&mut head);
+        let expected_head = match layout {
+            KeyLayout::Upstash => "p:",
+            KeyLayout::Cluster => "p:{",
+        };
+        assert_eq!(head, expected_head);
+        let (mut key, mut scratch) = (String::new(), String::new());
+        let now = clock.now_micros();
+        for identifier in ["a", "é:b", "a", "a", "a", "dynamic:x", ""] {
+            key.clear();
+            key.push_str(&head);
+            key.push_str(identifier);
+            let answer = keyed.limit_key_at_once(&mut key, head.len(), 1.0, now);
+            let expected = plain.limit_at_once(identifier, 1.0, now, &mut scratch);
+            match (answer.unwrap(), expected.unwrap()) {
+                (Ok(answer), Ok(expected)) => {
+                    assert_eq!(answer, expected, "{layout:?} {identifier:?}");
+                    assert_eq!(key, scratch, "{layout:?} {identifier:?}");
+                }
+                (Err(answer), Err(expected)) => {
+                    assert_eq!(answer.to_string(), expected.to_string(), "{layout:?}");
+                }
+                (answer, expected) => panic!("{layout:?} {identifier:?}: {answer:?} {expected:?}"),
+            }
+        }
+        key = "é".into();
+        assert!(
+            keyed.limit_key_at_once(&mut key, 1, 1.0, now).is_none(),
+            "a head that does not end at a character is not taken"
+        );
+    }
+}
+
+#[test]
 fn an_answer_at_once_is_refused_where_it_would_need_the_network_or_leave_work() {
     let clock = ManualClock::from_millis(START_MS);
     let (probe, calls) = probe(&clock, None);

@@ -1,6 +1,6 @@
 //! The memory of `limit()` without options shared with JavaScript (see [`super::at_once`]): the bytes
 //! the package's `Ratelimit` writes the identifier into, the slots it reads an answer given in one
-//! crossing from, and the buffers Rust copies the identifier and its key into.
+//! crossing from, and the buffer Rust writes the identifier's key into.
 
 use crate::ratelimit::{Ratelimit, Response};
 use js_sys::{Float64Array, Uint8Array};
@@ -15,26 +15,28 @@ const IDENTIFIER_BYTES: usize = 256;
 
 /// What a limit keeps in WebAssembly memory for `limit()` without options: the bytes JavaScript
 /// writes the identifier into and, answering in one crossing, the slots it reads the answer from and
-/// the buffers the identifier and its key are copied into, whose allocations serve every decision.
+/// the buffer the identifier's key is written into, whose allocation serves every decision.
 pub(super) struct InPlace {
     /// The numbers of the last answer, read by JavaScript in place.
     slots: [Cell<f64>; SLOTS],
     /// The UTF-8 of the next decision's identifier, written by JavaScript in place.
     identifier: [Cell<u8>; IDENTIFIER_BYTES],
-    /// The identifier of the last decision, read from `identifier`.
-    text: Cell<String>,
-    /// The key of the last decision.
-    key: Cell<String>,
+    /// The key of the last decision, whose first `head` bytes, the same for every identifier, stay.
+    key: Cell<Vec<u8>>,
+    /// How many bytes every key of the limit starts with ([`Ratelimit::write_key_head`]).
+    head: usize,
 }
 
 impl InPlace {
-    /// Empty slots and buffers, boxed: JavaScript holds views of their address.
-    pub(super) fn new() -> Box<Self> {
+    /// Empty slots and buffers for `limit`, boxed: JavaScript holds views of their address.
+    pub(super) fn new(limit: &Ratelimit) -> Box<Self> {
+        let mut key = String::new();
+        limit.write_key_head(&mut key);
         Box::new(Self {
             slots: [const { Cell::new(0.0) }; SLOTS],
             identifier: [const { Cell::new(0) }; IDENTIFIER_BYTES],
-            text: Cell::default(),
-            key: Cell::default(),
+            head: key.len(),
+            key: Cell::new(key.into_bytes()),
         })
     }
 
@@ -44,13 +46,14 @@ impl InPlace {
     pub(super) fn identifier(&self, length: usize, mut buffer: Vec<u8>) -> Option<String> {
         buffer.clear();
         buffer.extend(self.identifier.get(..length)?.iter().map(Cell::get));
-        let identifier = String::from_utf8(buffer).ok()?;
-        (identifier.is_ascii() || !identifier.contains('\u{FFFD}')).then_some(identifier)
+        String::from_utf8(buffer)
+            .ok()
+            .filter(|text| as_written(text))
     }
 
-    /// [`Ratelimit::limit_at_once`] on the `length` bytes of identifier JavaScript wrote, the numbers
-    /// of a decided answer written into the slots; `None` when the bytes are no identifier to decide
-    /// here.
+    /// [`Ratelimit::limit_key_at_once`] on the `length` bytes of identifier JavaScript wrote, copied
+    /// once, after the key's head; the numbers of a decided answer written into the slots. `None`
+    /// when the bytes are no identifier to decide here.
     pub(super) fn decide(
         &self,
         limit: &Ratelimit,
@@ -58,11 +61,21 @@ impl InPlace {
         rate: f64,
         now_micros: u64,
     ) -> Option<crate::Result<Response>> {
-        let identifier = self.identifier(length, self.text.take().into_bytes())?;
+        let written = self.identifier.get(..length)?;
         let mut key = self.key.take();
-        let answer = limit.limit_at_once(&identifier, rate, now_micros, &mut key);
+        key.truncate(self.head);
+        key.extend(written.iter().map(Cell::get));
+        let (answer, key) = match String::from_utf8(key) {
+            Ok(mut key) => {
+                let as_is = key.get(self.head..).is_some_and(as_written);
+                let answer = as_is
+                    .then(|| limit.limit_key_at_once(&mut key, self.head, rate, now_micros))
+                    .flatten();
+                (answer, key.into_bytes())
+            }
+            Err(error) => (None, error.into_bytes()),
+        };
         self.key.set(key);
-        self.text.set(identifier);
         if let Some(Ok(response)) = &answer {
             self.write_slots(response);
         }
@@ -92,6 +105,12 @@ impl InPlace {
         let address = self.identifier.as_ptr() as u32;
         Uint8Array::new_with_byte_offset_and_length(&memory(), address, IDENTIFIER_BYTES as u32)
     }
+}
+
+/// Whether `identifier`, read as UTF-8, is the string JavaScript wrote: no U+FFFD, which may stand for
+/// a lone surrogate.
+fn as_written(identifier: &str) -> bool {
+    identifier.is_ascii() || !identifier.contains('\u{FFFD}')
 }
 
 /// The buffer of this instance's WebAssembly memory.

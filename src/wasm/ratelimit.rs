@@ -147,7 +147,7 @@ impl JsRatelimit {
         let answers_at_once =
             in_memory && lease.is_undefined() && local_counts.is_none() && !protection.active();
         // Protection and analytics read the identifier from JavaScript (`protection::limit`).
-        let in_place = (!protection.active()).then(InPlace::new);
+        let in_place = (!protection.active()).then(|| InPlace::new(&limiter));
         Ok(JsRatelimit {
             inner: Rc::new(limiter),
             protection,
