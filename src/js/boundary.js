@@ -45,9 +45,20 @@ let keepaliveInFlight = 0;
  * `["timeout"]`, even when a custom `fetch` ignores the signal. With a shorter `timeout` > 0 (the rest
  * of a call's time, for an EVAL after NOSCRIPT), `["timeout"]` is delivered then, while the request runs
  * on until `abort` (so that its script is loaded for the next calls). `deliver` is one function for
- * every request, so no callback is made per request on the Rust side.
+ * every request, so no callback is made per request on the Rust side. Never throws: what throws while
+ * the request is started (a runtime without `AbortController` or timers) is delivered as
+ * `["sending the request threw", error]`, so that Rust needs no guard around the call.
  */
 export function post(fetch, url, headers, body, abort, timeout, id, deliver) {
+  try {
+    postEarly(fetch, url, headers, body, abort, timeout, id, deliver);
+  } catch (error) {
+    deliver(id, -1, ["sending the request threw", error]);
+  }
+}
+
+/** `post`, which may throw while it starts the request. */
+function postEarly(fetch, url, headers, body, abort, timeout, id, deliver) {
   const early = timeout > 0 && !(abort > 0 && abort <= timeout);
   if (!early) return postAborting(fetch, url, headers, body, abort, id, deliver);
   // The rare early answer: the first of the reply and this timer is delivered.
@@ -74,9 +85,14 @@ function postAborting(fetch, url, headers, body, abort, id, deliver) {
 /**
  * GETs `url` with `fetch` (the global one when undefined), delivered as `post` delivers: `deliver(id,
  * status, bytes)`, or `deliver(id, -1, [stage, error])`, `["timeout"]` once aborted after `abort` ms > 0.
+ * Never throws, as `post`.
  */
 export function get(fetch, url, abort, id, deliver) {
-  request(fetch, url, { method: "GET" }, 0, abort, id, deliver);
+  try {
+    request(fetch, url, { method: "GET" }, 0, abort, id, deliver);
+  } catch (error) {
+    deliver(id, -1, ["sending the request threw", error]);
+  }
 }
 
 /** Sends `init` to `url`, delivered once, aborted after `abort` ms > 0; `held` as `send` takes it. */
@@ -85,7 +101,9 @@ function request(fetch, url, init, held, abort, id, deliver) {
     send(fetch, url, init, held, (status, value) => deliver(id, status, value));
     return;
   }
-  const controller = (REUSE_CONTROLLERS && idleControllers.pop()) || new AbortController();
+  const reused = REUSE_CONTROLLERS && idleControllers.length > 0;
+  const controller = reused ? idleControllers.pop() : new AbortController();
+  const used = reused ? idleUses.pop() : 0;
   init.signal = controller.signal;
   // The first of the reply and the deadline is delivered; the other is dropped.
   let done = false;
@@ -95,7 +113,7 @@ function request(fetch, url, init, held, abort, id, deliver) {
     done = true;
     if (SHARE_TIMER) unwatch(expire);
     else clearTimeout(timer);
-    release(controller);
+    release(controller, used + 1);
     deliver(id, status, value);
   };
   const expire = () => {
@@ -165,15 +183,16 @@ function sweep() {
  */
 const REUSE_CONTROLLERS = NODE;
 const idleControllers = [];
+/** How many requests each of `idleControllers` has served, at the same index. */
+const idleUses = [];
 const CONTROLLER_USES = 256;
-const uses = new WeakMap();
 
-function release(controller) {
+/** Keeps `controller`, which has served `used` requests, for the next request if it may serve more. */
+function release(controller, used) {
   if (!REUSE_CONTROLLERS) return;
-  const used = (uses.get(controller) ?? 0) + 1;
   if (controller.signal.aborted || used >= CONTROLLER_USES || idleControllers.length >= 64) return;
-  uses.set(controller, used);
   idleControllers.push(controller);
+  idleUses.push(used);
 }
 
 /**

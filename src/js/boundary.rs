@@ -48,8 +48,7 @@ extern "C" {
     /// POSTs `body` to `url` (with `fetch`, or the global one when undefined), then calls
     /// `deliver(id, true, [status, Uint8Array])`, or `deliver(id, false, [stage, error])` on failure
     /// (`["timeout"]` after `timeout` ms > 0; the request is aborted after `abort` ms > 0, at least
-    /// `timeout`). Throws only when the runtime lacks what it needs.
-    #[wasm_bindgen(catch)]
+    /// `timeout`). Never throws: what would is delivered as a failure.
     pub fn post(
         fetch: &JsValue,
         url: &JsValue,
@@ -59,16 +58,8 @@ extern "C" {
         timeout: f64,
         id: u32,
         deliver: &JsValue,
-    ) -> Result<(), JsValue>;
+    );
 
-    /// GETs `url` as [`post`] POSTs (`abort` and `deliver` alike, no early `timeout`). Throws only when
-    /// the runtime lacks what it needs.
-    #[wasm_bindgen(catch)]
-    pub fn get(
-        fetch: &JsValue,
-        url: &JsValue,
-        abort: f64,
-        id: u32,
-        deliver: &JsValue,
-    ) -> Result<(), JsValue>;
+    /// GETs `url` as [`post`] POSTs (`abort` and `deliver` alike, no early `timeout`). Never throws.
+    pub fn get(fetch: &JsValue, url: &JsValue, abort: f64, id: u32, deliver: &JsValue);
 }

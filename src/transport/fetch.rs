@@ -151,20 +151,14 @@ impl FetchTransport {
     async fn request(
         &self,
         timeout: Option<Duration>,
-        start: impl FnOnce(u32, &JsValue) -> std::result::Result<(), JsValue>,
+        start: impl FnOnce(u32, &JsValue),
     ) -> Result<HttpReply> {
         let (sender, outcome) = oneshot::channel();
         let id = IN_FLIGHT.with_borrow_mut(|in_flight| in_flight.insert(sender)) as u32;
-        let sent = DELIVER.with(|deliver| start(id, deliver.as_ref()));
-        let outcome = match sent {
-            Ok(()) => outcome.await.unwrap_or_else(|_| {
-                Err(Array::of2(&"the request was dropped".into(), &JsValue::UNDEFINED).into())
-            }),
-            Err(thrown) => {
-                IN_FLIGHT.with_borrow_mut(|in_flight| in_flight.try_remove(id as usize));
-                Err(thrown)
-            }
-        };
+        DELIVER.with(|deliver| start(id, deliver.as_ref()));
+        let outcome = outcome.await.unwrap_or_else(|_| {
+            Err(Array::of2(&"the request was dropped".into(), &JsValue::UNDEFINED).into())
+        });
         outcome.map_err(|failure| failure_error(&failure, timeout))
     }
 }
@@ -181,7 +175,7 @@ fn millis(after: Option<Duration>) -> f64 {
 fn failure_error(failure: &JsValue, timeout: Option<Duration>) -> Error {
     let (stage, error) = match failure.dyn_ref::<Array>() {
         Some(pair) => (pair.get(0).as_string().unwrap_or_default(), pair.get(1)),
-        None => ("sending the request threw".to_owned(), failure.clone()),
+        None => ("the request failed".to_owned(), failure.clone()),
     };
     match timeout {
         Some(after) if stage == "timeout" => Error::Timeout { after },

@@ -74,3 +74,30 @@ test("a process whose requests are done exits without waiting for their deadline
   assert.equal(stdout.trim(), "true");
   assert.ok(performance.now() - started < 20_000, "the process exited long before the 60 s deadline");
 });
+
+test("a request the runtime cannot start is answered by the fail mode, and the limit works after", { skip }, async () => {
+  const ratelimit = new Ratelimit({
+    redis: new Redis({ url, token }),
+    limiter: Ratelimit.fixedWindow(5, "1 h"),
+    prefix,
+    failMode: "closed",
+    ephemeralCache: false,
+  });
+  // The shared timer reads `performance.now()` as each request starts: a runtime where that throws.
+  const clock = Object.getOwnPropertyDescriptor(globalThis, "performance");
+  Object.defineProperty(globalThis, "performance", {
+    configurable: true,
+    value: { now: () => { throw new Error("no clock in this runtime"); } },
+  });
+  let failed;
+  try {
+    failed = await ratelimit.limit("unstartable");
+  } finally {
+    Object.defineProperty(globalThis, "performance", clock);
+  }
+  assert.equal(failed.success, false);
+  assert.equal(failed.reason, "error");
+  const after = await ratelimit.limit("unstartable");
+  assert.equal(after.success, true);
+  assert.equal(after.remaining, 4, "the request that could not start was never counted");
+});
