@@ -177,6 +177,34 @@ impl MemoryBackend {
         limit_key: Option<&str>,
         now: u64,
     ) -> Result<Outcome> {
+        let rule = self.rule(key, params, limit_key)?;
+        Ok(
+            self.transition(key, cost, rule, now, |found, decision| Outcome {
+                now,
+                found: found.copied(),
+                rule,
+                decision,
+            }),
+        )
+    }
+
+    /// The decision of [`MemoryBackend::decide_at`] alone, which spares the caller who wants no more
+    /// than that copying the state found and the rule.
+    pub fn decision_at(
+        &self,
+        key: &str,
+        cost: Cost,
+        params: Algorithm,
+        limit_key: Option<&str>,
+        now: u64,
+    ) -> Result<Decision> {
+        let rule = self.rule(key, params, limit_key)?;
+        Ok(self.transition(key, cost, rule, now, |_, decision| decision))
+    }
+
+    /// The algorithm `key` is decided by: `params`, with the limit stored under `limit_key` as its
+    /// capacity if there is one; a key too long for a shard is refused.
+    fn rule(&self, key: &str, params: Algorithm, limit_key: Option<&str>) -> Result<Algorithm> {
         if key.len() > self.max_key_len {
             return Err(Error::TooLong {
                 field: "key",
@@ -184,25 +212,31 @@ impl MemoryBackend {
                 max: self.max_key_len,
             });
         }
-        let rule = match limit_key.and_then(|limit_key| self.stored_limit(limit_key)) {
-            Some(limit) => params.with_capacity(limit)?,
-            None => params,
-        };
-        let decide = |found: Option<&State>, now| {
+        match limit_key.and_then(|limit_key| self.stored_limit(limit_key)) {
+            Some(limit) => params.with_capacity(limit),
+            None => Ok(params),
+        }
+    }
+
+    /// `rule` applied to `cost` on `key` at `now`, its new state stored (a peek only reads), and the
+    /// answer `answer` makes of the state found and the decision.
+    fn transition<T>(
+        &self,
+        key: &str,
+        cost: Cost,
+        rule: Algorithm,
+        now: u64,
+        answer: impl FnOnce(Option<&State>, Decision) -> T,
+    ) -> T {
+        let decide = |found: Option<&State>| {
             let transition = rule.apply(found, now, cost);
-            let outcome = Outcome {
-                now,
-                found: found.copied(),
-                rule,
-                decision: transition.decision,
-            };
-            (transition.state, outcome)
+            (transition.state, answer(found, transition.decision))
         };
-        Ok(if cost.is_peek() {
-            self.read(key, now, |found| decide(found, now).1)
+        if cost.is_peek() {
+            self.read(key, now, |found| decide(found).1)
         } else {
-            self.update(key, rule, now, |found| decide(found, now))
-        })
+            self.update(key, rule, now, decide)
+        }
     }
 
     /// [`Backend::acquire`] answered at once, without a future: the state is in this process, so a
@@ -211,7 +245,7 @@ impl MemoryBackend {
     pub fn acquire_now(&self, key: &str, cost: f64, params: Algorithm) -> Result<Decision> {
         let cost = params.cost(cost)?;
         let now = self.clock.now_micros();
-        Ok(self.decide_at(key, cost, params, None, now)?.decision)
+        self.decision_at(key, cost, params, None, now)
     }
 
     /// [`Backend::reset`], done at once.
@@ -393,8 +427,8 @@ impl Backend for MemoryBackend {
         params: Algorithm,
         limit_key: Option<&str>,
         now_micros: u64,
-    ) -> Option<Result<Outcome>> {
-        Some(self.decide_at(key, cost, params, limit_key, now_micros))
+    ) -> Option<Result<Decision>> {
+        Some(self.decision_at(key, cost, params, limit_key, now_micros))
     }
 
     fn reset<'a>(&'a self, key: &'a str, _params: Algorithm) -> BoxFuture<'a, Result<()>> {

@@ -42,9 +42,10 @@ pub trait Backend: MaybeSendSync {
         limit_key: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Outcome>>;
 
-    /// [`Backend::decide`] done at once at `now_micros` (the caller's clock, not the store's), when
-    /// the store keeps its state in this process; `None` when it must be asked over the network. A
-    /// caller that can answer without a future uses it (JavaScript then gets a settled answer).
+    /// The decision of [`Backend::decide`] made at once at `now_micros` (the caller's clock, not the
+    /// store's), when the store keeps its state in this process; `None` when it must be asked over the
+    /// network. A caller that can answer without a future uses it (JavaScript then gets a settled
+    /// answer).
     fn decide_in_process(
         &self,
         key: &str,
@@ -52,7 +53,7 @@ pub trait Backend: MaybeSendSync {
         params: Algorithm,
         limit_key: Option<&str>,
         now_micros: u64,
-    ) -> Option<Result<Outcome>> {
+    ) -> Option<Result<Decision>> {
         let _ = (key, cost, params, limit_key, now_micros);
         None
     }
@@ -190,7 +191,7 @@ impl<B: Backend + ?Sized> Backend for std::sync::Arc<B> {
         params: Algorithm,
         limit_key: Option<&str>,
         now_micros: u64,
-    ) -> Option<Result<Outcome>> {
+    ) -> Option<Result<Decision>> {
         (**self).decide_in_process(key, cost, params, limit_key, now_micros)
     }
 

@@ -306,9 +306,9 @@ impl Ratelimit {
             now_micros,
         )?;
         Some(match decided {
-            Ok(outcome) => {
-                self.learn(key, rate, &outcome.decision, now_micros);
-                Ok(Response::decided(outcome.decision))
+            Ok(decision) => {
+                self.learn(key, rate, &decision, now_micros);
+                Ok(Response::decided(decision))
             }
             Err(error) => self.settings.failed(error, now_micros / 1_000),
         })
