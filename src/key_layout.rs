@@ -48,6 +48,7 @@ impl KeyLayout {
     /// Writes `<prefix>:<identifier>`, or `<prefix>:{<identifier>}` in the cluster layout, into `key`,
     /// replacing what it held. An identifier that leaves the cluster layout's hash tag empty is refused.
     pub fn write_key(self, prefix: &str, identifier: &str, key: &mut String) -> Result<()> {
+        key.clear();
         key.reserve(prefix.len() + identifier.len() + 3);
         self.write_head(prefix, key);
         let head = key.len();

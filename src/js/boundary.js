@@ -51,14 +51,17 @@ let keepaliveInFlight = 0;
  */
 export function post(fetch, url, headers, body, abort, timeout, id, deliver) {
   try {
-    postEarly(fetch, url, headers, body, abort, timeout, id, deliver);
+    startPost(fetch, url, headers, body, abort, timeout, id, deliver);
   } catch (error) {
-    deliver(id, -1, ["sending the request threw", error]);
+    deliver(id, -1, [UNSTARTED, error]);
   }
 }
 
-/** `post`, which may throw while it starts the request. */
-function postEarly(fetch, url, headers, body, abort, timeout, id, deliver) {
+/** The stage of a request that threw while it was started. */
+const UNSTARTED = "sending the request threw";
+
+/** `post`, which may throw while it starts the request, before anything waits on it. */
+function startPost(fetch, url, headers, body, abort, timeout, id, deliver) {
   const early = timeout > 0 && !(abort > 0 && abort <= timeout);
   if (!early) return postAborting(fetch, url, headers, body, abort, id, deliver);
   // The rare early answer: the first of the reply and this timer is delivered.
@@ -91,7 +94,7 @@ export function get(fetch, url, abort, id, deliver) {
   try {
     request(fetch, url, { method: "GET" }, 0, abort, id, deliver);
   } catch (error) {
-    deliver(id, -1, ["sending the request threw", error]);
+    deliver(id, -1, [UNSTARTED, error]);
   }
 }
 
@@ -120,8 +123,15 @@ function request(fetch, url, init, held, abort, id, deliver) {
     controller.abort();
     finish(-1, ["timeout"]);
   };
-  if (SHARE_TIMER) watch(expire, abort);
-  else timer = setTimeout(expire, abort);
+  // Once the deadline may be registered, a throw is this request's failure: `finish` also takes its
+  // deadline back, which would otherwise expire a later request given the same id.
+  try {
+    if (SHARE_TIMER) watch(expire, abort);
+    else timer = setTimeout(expire, abort);
+  } catch (error) {
+    keepaliveInFlight -= held;
+    return finish(-1, [UNSTARTED, error]);
+  }
   send(fetch, url, init, held, finish);
 }
 
