@@ -50,24 +50,28 @@ function shapesOf(body) {
 const encoder = new TextEncoder();
 
 /**
- * The answer of `body` (its text and its UTF-8 bytes, made once per distinct answer): `text()` costs
- * nothing, `arrayBuffer()` a copy of the bytes.
+ * The answer of `body` (its text, and its UTF-8 bytes in an ArrayBuffer, both made once per distinct
+ * answer): `text()` and `arrayBuffer()` both hand back what was made. A real Response costs about the
+ * same either way (undici: 21.9 µs for `text()`, 21.3 µs for `arrayBuffer()` of a 35-byte body), so
+ * neither read is charged to the library that uses it; a fresh ArrayBuffer per answer would charge
+ * the one that reads bytes about 0.5 µs that a string handed back as it is does not cost the other.
+ * The buffer is shared by the answers: a library that wrote into it would fail the replay's checks.
  */
-function responseLike({ body, bytes }) {
+function responseLike({ body, buffer }) {
   return {
     status: 200,
     ok: true,
     headers: new Headers(),
     text: async () => body,
     json: async () => JSON.parse(body),
-    arrayBuffer: async () => bytes.slice().buffer,
+    arrayBuffer: async () => buffer,
   };
 }
 
 /** A table of recorded replies, with a recording fetch and a replaying one. */
 export class ReplyTable {
   #items = new Map(); // shape -> JSON text of the reply item
-  #answers = new Map(); // the shapes of a request's commands -> { body, bytes } of its answer
+  #answers = new Map(); // the shapes of a request's commands -> { body, buffer } of its answer
   requests = 0;
   bytes = 0;
   /** The body of the last request recorded, to measure the fake's own cost with. */
@@ -105,7 +109,7 @@ export class ReplyTable {
           return item;
         });
         const text = pipeline ? `[${items.join(",")}]` : items[0];
-        this.#answers.set(key, (answer = { body: text, bytes: encoder.encode(text) }));
+        this.#answers.set(key, (answer = { body: text, buffer: encoder.encode(text).slice().buffer }));
       }
       return responseLike(answer);
     };
