@@ -189,6 +189,7 @@ impl Algorithm {
     }
 
     /// See [`Policy::apply`].
+    #[inline]
     pub fn apply(&self, state: Option<&State>, now: u64, cost: Cost) -> Transition<State> {
         dispatch!(self, state, |rule, typed| {
             let transition = rule.apply(typed, now, cost);
@@ -225,6 +226,7 @@ impl Algorithm {
     }
 
     /// See [`Policy::idle_at`]; a state of another algorithm is idle at once.
+    #[inline]
     pub fn idle_at(&self, state: &State) -> u64 {
         dispatch!(self, Some(state), |rule, typed| typed
             .map_or(0, |typed| rule.idle_at(&typed)))
