@@ -1,9 +1,9 @@
-// Cloudflare Workers (workerd), Vercel Edge and other bundlers that import a .wasm file as a compiled
-// WebAssembly.Module: instantiate it synchronously at import.
+// Cloudflare Workers (workerd) and bundlers that import a `.wasm` file as a compiled WebAssembly.Module
+// (wrangler, miniflare): no compilation at run time.
 import wasm from "./edgelimit_bg.wasm";
-import { initSync } from "./edgelimit.js";
+import { instantiate } from "./wasm_instance.js";
 
-initSync({ module: wasm });
+instantiate(wasm);
 
-export { MultiRegionRatelimit, Redis, rateLimitHeaders } from "./edgelimit.js";
+export { MultiRegionRatelimit, Redis, rateLimitHeaders } from "./edgelimit_bg.js";
 export { Ratelimit } from "./ratelimit.js";

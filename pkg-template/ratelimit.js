@@ -3,7 +3,7 @@
 // place (src/wasm/at_once.rs), and, when the decision needs no I/O, answers in one crossing: the time
 // read here, the numbers read from the limit's slots in that memory, the answer object and its settled
 // Promise made here. Every other call goes to the compiled method.
-import { Ratelimit as CompiledRatelimit, atOnceIdentifier, atOnceSlots, limitAtOnce, limitWritten } from "./edgelimit.js";
+import { Ratelimit as CompiledRatelimit, atOnceIdentifier, atOnceSlots, limitAtOnce, limitWritten } from "./edgelimit_bg.js";
 
 /** The `pending` of an answer that leaves no work behind. */
 const SETTLED = Promise.resolve();

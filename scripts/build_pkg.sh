@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds the npm package into pkg/: the crate for wasm32 on the stable toolchain, wasm-bindgen --target web,
-# npm's wasm-opt 132 (never Debian's: see TOOLCHAIN.md), then the entry files, package.json, types and
-# README from pkg-template/.
+# Builds the npm package into pkg/: the crate for wasm32 on the stable toolchain, wasm-bindgen --target
+# bundler (glue that leaves instantiation to the package's entries), npm's wasm-opt 132 (never Debian's:
+# see TOOLCHAIN.md), then the entry files, package.json, types and README from pkg-template/.
 #
 #   bash scripts/build_pkg.sh                                  # pkg/
 #
@@ -46,8 +46,11 @@ wasm="$target_dir/wasm32-unknown-unknown/release/edgelimit.wasm"
 
 rm -rf "$out"
 mkdir -p "$out"
-say "wasm-bindgen --target web"
-wasm-bindgen --target web --out-dir "$out" --out-name edgelimit --no-typescript "$wasm"
+say "wasm-bindgen --target bundler"
+wasm-bindgen --target bundler --out-dir "$out" --out-name edgelimit --no-typescript "$wasm"
+# Its edgelimit.js imports the .wasm as an ES module, which no runtime does unaided: each entry of
+# pkg-template/ instantiates the module as its runtime delivers it (wasm_instance.js).
+rm "$out/edgelimit.js"
 
 # -O3 for speed. The features are those every supported runtime has, which wasm-opt must be told of.
 say "wasm-opt -O3 ($("$wasm_opt" --version))"
@@ -58,6 +61,9 @@ say "wasm-opt -O3 ($("$wasm_opt" --version))"
 mv "$out/edgelimit_bg.opt.wasm" "$out/edgelimit_bg.wasm"
 
 cp pkg-template/*.js pkg-template/index.d.ts pkg-template/README.md "$out/"
+# The snippets' folder is named by wasm-bindgen (crate name and hash); the module imports from it too.
+snippets="$(basename "$(find "$out/snippets" -mindepth 1 -maxdepth 1 -type d)")"
+sed -i "s#/SNIPPETS/#/$snippets/#g" "$out/wasm_instance.js"
 # The JavaScript without its comments and whitespace (esbuild), as edge bundlers would ship it: the
 # package's size is counted as shipped. Names stay as written, for stack traces and class names, and
 # because keeping them after renaming (--keep-names) costs CPU on every closure made. Every test runs
@@ -80,8 +86,21 @@ const walk = (v) => typeof v === "string" ? [v] : Object.values(v).flatMap(walk)
 for (const file of [...walk(pkg.exports), ...pkg.files]) {
   if (!fs.existsSync(path.join(dir, file))) { console.error("build_pkg: missing " + file); process.exit(1); }
 }' "$out"
+# The entries supply every module the .wasm imports, and Node starts the package.
+node --input-type=module -e '
+const dir = process.argv[1];
+const { readFileSync } = await import("node:fs");
+const { imports } = await import(`${dir}/wasm_instance.js`);
+const module = new WebAssembly.Module(readFileSync(`${dir}/edgelimit_bg.wasm`));
+const wanted = [...new Set(WebAssembly.Module.imports(module).map((entry) => entry.module))].sort();
+const supplied = Object.keys(imports).sort();
+if (JSON.stringify(wanted) !== JSON.stringify(supplied)) {
+  console.error(`build_pkg: the .wasm imports ${wanted.join(", ")}; wasm_instance.js supplies ${supplied.join(", ")}`);
+  process.exit(1);
+}
+await import(`${dir}/index.node.js`);' "$out"
 
 size() { printf '%-22s %8d bytes  %7d gzipped\n' "$(basename "$1")" "$(stat -c %s "$1")" "$(gzip -9c "$1" | wc -c)"; }
 say "built $out (version $version)"
 size "$out/edgelimit_bg.wasm"
-size "$out/edgelimit.js"
+size "$out/edgelimit_bg.js"

@@ -50,8 +50,8 @@ export const peer = ({ url, token, limiter, prefix }) =>
     analytics: false,
   });
 
-/** edgelimit's WebAssembly memory in bytes (the glue's `initSync()` hands back the instance's exports). */
+/** edgelimit's WebAssembly memory in bytes (of the instance the package runs on). */
 export async function wasmMemoryBytes() {
-  const glue = await import(`${pkgDir}edgelimit.js`);
-  return glue.initSync().memory.buffer.byteLength;
+  const { running } = await import(`${pkgDir}wasm_instance.js`);
+  return running.exports.memory.buffer.byteLength;
 }

@@ -36,17 +36,18 @@ export async function sizeSection() {
   const peer = await peerBundle({ minify: true });
   const file = (name) => readFileSync(`${pkgDir}${name}`);
   // The size is the whole package's only if every feature is in it.
-  if (!String(file("edgelimit.js")).includes("MultiRegionRatelimit")) {
+  if (!String(file("edgelimit_bg.js")).includes("MultiRegionRatelimit")) {
     throw new Error("pkg/ has no MultiRegionRatelimit: rebuild it with make pkg, every feature in it");
   }
-  const entries = ["index.node.js", "index.web.js", "index.workerd.js"].map(file);
+  const entries = ["index.node.js", "index.web.js", "index.workerd.js", "index.edge.js", "index.bun.js"].map(file);
   const largestEntry = entries.reduce((a, b) => (gzipped(a) >= gzipped(b) ? a : b));
   const snippets = readdirSync(`${pkgDir}snippets`, { recursive: true })
     .filter((name) => name.endsWith(".js"))
     .map((name) => [`snippets/${name}`, file(`snippets/${name}`)]);
   const parts = [
     ["edgelimit_bg.wasm", file("edgelimit_bg.wasm")],
-    ["edgelimit.js (glue)", file("edgelimit.js")],
+    ["edgelimit_bg.js (glue)", file("edgelimit_bg.js")],
+    ["wasm_instance.js", file("wasm_instance.js")],
     ["ratelimit.js", file("ratelimit.js")],
     ...snippets,
     ["largest entry file", largestEntry],
