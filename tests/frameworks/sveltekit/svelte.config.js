@@ -1,0 +1,3 @@
+import adapter from "@sveltejs/adapter-cloudflare";
+
+export default { kit: { adapter: adapter() } };
