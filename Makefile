@@ -24,13 +24,15 @@ build: bootstrap
 pkg: bootstrap
 	bash scripts/build_pkg.sh
 
-## Everything: lint, every test (native, wasm under node and Chromium, the npm package under node).
+## Everything: lint, every test (native, wasm under node and Chromium, the npm package under node and
+## in the runtimes, then built from its tarball by each framework's toolchain: tests/frameworks/).
 test: lint
 	cargo test --workspace
 	bash scripts/with_gateway.sh wasm-pack test --node
 	bash scripts/with_gateway.sh wasm-pack test --headless --chrome
 	$(MAKE) --no-print-directory pkg
 	bash scripts/with_gateway.sh node --test tests/js/
+	bash scripts/with_gateway.sh node --test --test-concurrency=2 tests/frameworks/
 	$(MAKE) --no-print-directory bench-smoke
 
 ## A Worker protected by the package, in workerd (miniflare), with Redis behind the gateway: a few seconds
