@@ -16,6 +16,7 @@ import { coldStartSection } from "./cold_start.mjs";
 import { cpuSection } from "./cpu.mjs";
 import { e2eSection } from "./e2e.mjs";
 import { faultSection } from "./faults.mjs";
+import { frameworksSection } from "./frameworks.mjs";
 import { leaseSection } from "./lease.mjs";
 import { inMemorySection } from "./in_memory.mjs";
 import { pkgDir, peerName, root, version, window } from "./libraries.mjs";
@@ -40,6 +41,7 @@ const config = smoke
       coldStart: { samples: 1 },
       multiRegion: { clients: 3, limit: 3, delaysMs: [1, 2, 5], gapMs: 0, rounds: 1 },
       faults: { callers: 4, beforeMs: 300, afterMs: 1500 },
+      frameworks: { rounds: 1 },
     }
   : {
       cpu: { callers, cellMs: 300, warmupMs: 1000, rounds: 5 },
@@ -49,6 +51,7 @@ const config = smoke
       coldStart: { samples: 9 },
       multiRegion: { clients: 6, limit: 20, delaysMs: [5, 40, 120], gapMs: 20, rounds: 5 },
       faults: { callers: 16, beforeMs: 2000, afterMs: 3000 },
+      frameworks: { rounds: 5 },
     };
 
 const started = performance.now();
@@ -63,6 +66,7 @@ const size = await sizeSection();
 const coldStart = await coldStartSection({ ...config.coldStart, replies: cpu.replies, log });
 const multiRegion = await multiRegionSection({ ...config.multiRegion, log });
 const faults = await faultSection({ ...config.faults, log });
+const frameworks = await frameworksSection({ url, token, ...config.frameworks, log });
 
 const results = {
   meta: {
@@ -91,6 +95,7 @@ const results = {
   coldStart,
   multiRegion,
   faults,
+  frameworks,
 };
 checkNumbers(results);
 for (const row of cpu.rows) {

@@ -2,6 +2,7 @@
 // (report.json, written by main.mjs). Cells read "median (min–max)" over the rounds; a ratio is
 // edgelimit's median over the peer's (below 1: edgelimit uses less CPU, or is slower in throughput).
 import { faultsMarkdown } from "./faults.mjs";
+import { frameworksMarkdown } from "./frameworks.mjs";
 import { EDGELIMIT_MAX_KEYS } from "./in_memory.mjs";
 
 /** A number with as many digits as its size deserves. */
@@ -223,7 +224,7 @@ ${table(["algorithm", "sent (edgelimit / peer)", "edgelimit admitted", "peer adm
 }
 
 /** The whole report as markdown. */
-export function markdown({ meta, cpu, inMemory, e2e, lease, native, size, coldStart, multiRegion, faults }) {
+export function markdown({ meta, cpu, inMemory, e2e, lease, native, size, coldStart, multiRegion, faults, frameworks }) {
   return `# edgelimit benchmarks
 
 ${meta.mode} run of ${meta.date}: Node ${meta.node}, ${meta.cpus} × ${meta.cpuModel}; edgelimit ${meta.edgelimit} from pkg/
@@ -249,5 +250,7 @@ ${coldStartMarkdown(coldStart)}
 ${multiRegionMarkdown(multiRegion)}
 
 ${faultsMarkdown(faults)}
+
+${frameworksMarkdown(frameworks)}
 `;
 }

@@ -1,6 +1,8 @@
-// What every framework test does with an app of tests/frameworks/: copy it into target/frameworks/,
-// install its locked dependencies and edgelimit from the `npm pack` tarball of pkg/ (a copy, as a user
-// gets it, never a link), run its build and its server, send requests, and read Redis behind the gateway.
+// What every framework test does with an app of tests/frameworks/: copy it into a folder of its own
+// outside this repository (as a user's project stands alone: Next.js takes the folder of the nearest
+// lock file above an app for its workspace root), install its locked dependencies and edgelimit from the
+// `npm pack` tarball of pkg/ (a copy, as a user gets it, never a link), run its build and its server,
+// send requests, and read Redis behind the gateway.
 // The bench (bench/js/frameworks.mjs) measures the same apps through these functions.
 import { execFile, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -13,13 +15,15 @@ import { promisify } from "node:util";
 
 export const root = fileURLToPath(new URL("../../", import.meta.url));
 const frameworksDir = join(root, "tests/frameworks");
-const buildRoot = join(process.env.CARGO_TARGET_DIR ?? join(root, "target"), "frameworks");
+const cache = join(process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "edgelimit");
+/** Where the apps are built, each in a folder kept between runs for its node_modules. */
+const buildRoot = join(cache, "frameworks");
 
 /**
  * The Node.js 22 that scripts/bootstrap.sh installs for the toolchains that need it (wrangler 4 wants
  * 22.12 or later); the machine's own Node runs the rest.
  */
-export const NODE22_BIN = join(process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "edgelimit/node-22.23.5/bin");
+export const NODE22_BIN = join(cache, "node-22.23.5/bin");
 
 const run = promisify(execFile);
 
@@ -55,7 +59,7 @@ export async function packageTarball() {
 }
 
 /**
- * Prepares app `name` of tests/frameworks/ in target/frameworks/`build`: its sources copied (the files
+ * Prepares an app of tests/frameworks/ in the folder `build` of the build root: its sources copied (the files
  * of `source`, then those of `lock`, its package.json and package-lock.json), `npm ci` when the lock
  * changed since the last run, then edgelimit's tarball installed. `env` runs npm (a newer Node on PATH
  * where the app needs one). Returns the app's folder.
@@ -102,15 +106,17 @@ export function freePort() {
 }
 
 /**
- * Starts a server (`command args` in `cwd`, its own process group) and waits until `url` answers.
- * Returns `{ output, stop }`; `stop()` ends the whole group and is safe to call twice.
+ * Starts a server (`command args` in `cwd`, its own process group) and waits until `url` answers, or
+ * until `ready()` resolves true. Returns `{ output, stop }`; `stop()` ends the whole group and is safe to
+ * call twice.
  */
-export async function startServer(command, args, { cwd, env = process.env, url, timeout = 120_000 }) {
+export async function startServer(command, args, { cwd, env = process.env, url, ready = () => answers(url), timeout = 120_000 }) {
   const child = spawn(command, args, { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   child.stdout.on("data", (chunk) => (output += chunk));
   child.stderr.on("data", (chunk) => (output += chunk));
-  const exited = new Promise((resolve) => child.on("exit", resolve));
+  let done = false;
+  const exited = new Promise((resolve) => child.on("exit", resolve)).then(() => (done = true));
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
@@ -123,20 +129,24 @@ export async function startServer(command, args, { cwd, env = process.env, url, 
   };
   process.once("exit", () => signal(child, "SIGKILL"));
   const deadline = Date.now() + timeout;
-  let done = false;
-  exited.then(() => (done = true));
   for (;;) {
-    if (done) throw new Error(`${command} ${args.join(" ")} exited before ${url} answered:\n${output}`);
-    try {
-      await fetch(url, { signal: AbortSignal.timeout(5_000) });
-      return { output: () => output, stop };
-    } catch {
-      if (Date.now() > deadline) {
-        await stop();
-        throw new Error(`${url} did not answer within ${timeout} ms:\n${output}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 250));
+    if (done) throw new Error(`${command} ${args.join(" ")} exited before it was ready:\n${output}`);
+    if (await ready()) return { output: () => output, stop };
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`${command} ${args.join(" ")} was not ready within ${timeout} ms:\n${output}`);
     }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** Whether `url` answers an HTTP request at all. */
+async function answers(url) {
+  try {
+    await (await fetch(url, { signal: AbortSignal.timeout(5_000) })).arrayBuffer();
+    return true;
+  } catch {
+    return false;
   }
 }
 
