@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 
 WASM_BINDGEN_VERSION=0.2.130
 WASM_PACK_VERSION=0.15.1
+TWIGGY_VERSION=0.8.0
 export PATH="$HOME/.cargo/bin:$PATH"
 
 say() { printf 'bootstrap: %s\n' "$*"; }
@@ -30,6 +31,12 @@ fi
 if [ "$(wasm-pack --version 2>/dev/null | awk '{print $2}')" != "$WASM_PACK_VERSION" ]; then
   say "installing wasm-pack $WASM_PACK_VERSION"
   cargo install wasm-pack --version "$WASM_PACK_VERSION" --locked --force
+fi
+
+# twiggy, the size profiler of `make bench`'s size report.
+if [ "$(twiggy --version 2>/dev/null | awk '{print $2}')" != "$TWIGGY_VERSION" ]; then
+  say "installing twiggy $TWIGGY_VERSION"
+  cargo install twiggy --version "$TWIGGY_VERSION" --locked --force
 fi
 
 # Debian packages: redis-server and redis-cli for the tests, chromium + chromedriver for browser tests.

@@ -16,6 +16,7 @@ import { coldStartSection } from "./cold_start.mjs";
 import { cpuSection } from "./cpu.mjs";
 import { e2eSection } from "./e2e.mjs";
 import { faultSection } from "./faults.mjs";
+import { firstCompileSection } from "./first_compile.mjs";
 import { frameworksSection } from "./frameworks.mjs";
 import { leaseSection } from "./lease.mjs";
 import { inMemorySection } from "./in_memory.mjs";
@@ -64,6 +65,7 @@ const lease = await leaseSection({ url, token, ...config.lease, log });
 const native = smoke ? null : await nativeSection({ log });
 const size = await sizeSection();
 const coldStart = await coldStartSection({ ...config.coldStart, replies: cpu.replies, log });
+const firstCompile = await firstCompileSection({ replies: cpu.replies, log });
 const multiRegion = await multiRegionSection({ ...config.multiRegion, log });
 const faults = await faultSection({ ...config.faults, log });
 const frameworks = await frameworksSection({ url, token, ...config.frameworks, log });
@@ -93,6 +95,7 @@ const results = {
   native,
   size,
   coldStart,
+  firstCompile,
   multiRegion,
   faults,
   frameworks,

@@ -2,6 +2,7 @@
 // (report.json, written by main.mjs). Cells read "median (min–max)" over the rounds; a ratio is
 // edgelimit's median over the peer's (below 1: edgelimit uses less CPU, or is slower in throughput).
 import { faultsMarkdown } from "./faults.mjs";
+import { firstCompileMarkdown } from "./first_compile.mjs";
 import { frameworksMarkdown } from "./frameworks.mjs";
 import { EDGELIMIT_MAX_KEYS } from "./in_memory.mjs";
 
@@ -175,7 +176,25 @@ function sizeMarkdown(size) {
 ${table(["what", "bytes", "gzipped", "× peer"], [row(size.peer), ...size.parts.map(row), row({ ...size.total, what: "**edgelimit total**" })])}
 
 Ceiling: ${kib(size.ceiling)} gzipped for the whole package, every feature in it (\`MultiRegionRatelimit\` too). edgelimit's
-total, ${kib(size.total.gzipped)}, is **${under ? "under" : "OVER"}** it${under ? "" : ": the run fails"}.`;
+total, ${kib(size.total.gzipped)}, is **${under ? "under" : "OVER"}** it${under ? "" : ": the run fails"}.
+
+${wasmItemsMarkdown(size.wasm)}`;
+}
+
+/** twiggy's view of the .wasm: its largest items and what keeps each, and its largest subtrees. */
+function wasmItemsMarkdown({ largest, subtrees }) {
+  const name = (text) => `\`${text.replace(/::h[0-9a-f]{16}$/, "").replace(/\[[0-9a-f]{16}\]/g, "").replaceAll("|", "\\|")}\``;
+  const bytes = (value) => value.toLocaleString("en");
+  return `### What the .wasm holds (twiggy, on the same build with its names: target/pkg-names/)
+
+The largest items by their own bytes, and the item that keeps each (its immediate dominator: everything
+that uses it reaches it through that one; "(root)": an export, the data, or the function table):
+
+${table(["item", "own bytes", "kept by"], largest.map((item) => [name(item.name), bytes(item.own), item.keptBy === "(root)" ? "(root)" : name(item.keptBy)]))}
+
+The largest subtrees hanging from the root (what would go with each):
+
+${table(["item", "retained bytes", "own bytes"], subtrees.map((item) => [name(item.name), bytes(item.retained), bytes(item.own)]))}`;
 }
 
 function coldStartMarkdown(cold) {
@@ -224,7 +243,7 @@ ${table(["algorithm", "sent (edgelimit / peer)", "edgelimit admitted", "peer adm
 }
 
 /** The whole report as markdown. */
-export function markdown({ meta, cpu, inMemory, e2e, lease, native, size, coldStart, multiRegion, faults, frameworks }) {
+export function markdown({ meta, cpu, inMemory, e2e, lease, native, size, coldStart, firstCompile, multiRegion, faults, frameworks }) {
   return `# edgelimit benchmarks
 
 ${meta.mode} run of ${meta.date}: Node ${meta.node}, ${meta.cpus} × ${meta.cpuModel}; edgelimit ${meta.edgelimit} from pkg/
@@ -246,6 +265,8 @@ ${nativeMarkdown(native)}
 ${sizeMarkdown(size)}
 
 ${coldStartMarkdown(coldStart)}
+
+${firstCompileMarkdown(firstCompile)}
 
 ${multiRegionMarkdown(multiRegion)}
 

@@ -1,9 +1,12 @@
 // Section 5a: the size a user ships, gzipped at level 9. edgelimit: the .wasm, the generated glue, its
 // JavaScript snippets and the largest per-runtime entry file of pkg/ (a user loads one): the one package,
 // every feature in it (MultiRegionRatelimit too). The peer: @upstash/ratelimit +
-// @upstash/redis as one minified ESM bundle, as an edge bundler makes it.
+// @upstash/redis as one minified ESM bundle, as an edge bundler makes it. Then what the .wasm holds,
+// by twiggy (scripts/bootstrap.sh installs it).
 import { build } from "esbuild";
-import { readdirSync, readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { peerName, pkgDir, root } from "./libraries.mjs";
 
@@ -59,5 +62,34 @@ export async function sizeSection() {
     bytes: ours.reduce((sum, part) => sum + part.bytes, 0),
     gzipped: ours.reduce((sum, part) => sum + part.gzipped, 0),
   };
-  return { peer: row(`peer: ${peerName}, esbuild --minify`, peer), parts: ours, total, ceiling: CEILING };
+  const namesWasm = join(process.env.CARGO_TARGET_DIR ?? join(root, "target"), "pkg-names/edgelimit_bg.wasm");
+  if (!existsSync(namesWasm)) throw new Error(`no ${namesWasm}: rebuild the package with make pkg`);
+  return { peer: row(`peer: ${peerName}, esbuild --minify`, peer), parts: ours, total, ceiling: CEILING, wasm: wasmItems(namesWasm) };
+}
+
+/**
+ * What the .wasm's bytes are, from twiggy on the same build with its names (target/pkg-names/): the
+ * largest items by their own size, each with what keeps it (its immediate dominator: the one item
+ * through which everything that uses it reaches it), and the largest subtrees by retained size.
+ */
+export function wasmItems(namesWasm, count = 15) {
+  const tree = JSON.parse(execFileSync("twiggy", ["dominators", "--format", "json", namesWasm], { maxBuffer: 256 << 20, encoding: "utf8" }));
+  const items = [];
+  const walk = (node, keeper, depth) => {
+    for (const child of node.children ?? []) {
+      items.push({ name: child.name, own: child.shallow_size, retained: child.retained_size, keptBy: keeper, depth });
+      // The function table keeps every function called indirectly (trait objects, closures): the
+      // functions hanging from it are the roots worth naming.
+      const passThrough = /^(table|elem)\[\d+\]$/.test(child.name);
+      walk(child, passThrough ? keeper : child.name, depth + 1);
+    }
+  };
+  walk(tree.items[0], "(root)", 0);
+  const code = items.filter(({ name }) => !/subsection|^(table|elem)\[\d+\]$/.test(name));
+  const largest = [...code].sort((a, b) => b.own - a.own).slice(0, count);
+  const subtrees = code
+    .filter(({ keptBy }) => keptBy === "(root)")
+    .sort((a, b) => b.retained - a.retained)
+    .slice(0, count);
+  return { largest, subtrees };
 }
