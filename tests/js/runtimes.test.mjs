@@ -78,7 +78,10 @@ async function check(result, { prefix }, runtime) {
     assert.ok(result[name].every((decision) => decision.pendingIsPromise), `${name}: pending is a Promise`);
   }
   const { reset } = result.fixedWindow[0];
-  assert.ok(result.fixedWindow.every((decision) => decision.reset === reset));
+  assert.ok(
+    result.fixedWindow.every((decision) => decision.reset === reset),
+    `one window's decisions name one reset: ${JSON.stringify(result.fixedWindow)}`,
+  );
   assert.equal(reset % DAY, 0, "a fixed window ends at midnight UTC");
   assert.ok(reset > Date.now(), "the window has not ended");
 
