@@ -233,39 +233,52 @@ function release(controller, used) {
 /**
  * Sends the request and hands `finish` the status and the body's bytes, or -1 and what failed; gives
  * back the `held` bytes of the keepalive budget once the fetch settles.
+ *
+ * A `fetch` that rejects is an outage, since the platform's own rejects so (with a `TypeError`) when
+ * the network fails. A `fetch` that breaks its contract is a programming error, delivered as
+ * `[stage, error, true]`, which no fail mode answers: one that throws instead of returning a Promise
+ * (the platform's never does), resolves to something that is not a Response (no numeric `status`, no
+ * `arrayBuffer()` nor `text()`, a getter that throws), or hands back a body already read (`bodyUsed`:
+ * the platform never does; a wrapper that read it to log it did).
  */
 async function send(fetch, url, init, held, finish) {
   const call = fetch ?? globalThis.fetch;
-  if (typeof call !== "function") {
+  const which = fetch === undefined ? "the global `fetch`" : "the custom `fetch`";
+  const misused = (what, value) => finish(-1, [`${which} ${what}`, value, true]);
+  let pending;
+  try {
+    if (typeof call !== "function") throw call;
+    pending = call.call(globalThis, url, init);
+  } catch (error) {
     keepaliveInFlight -= held;
-    return finish(-1, ["fetch", new TypeError("this JavaScript runtime has no global `fetch` function")]);
+    return misused(error === call ? "is not a function" : "threw instead of returning a Promise", error);
   }
   let response;
   try {
-    response = await call.call(globalThis, url, init);
+    response = await pending;
   } catch (error) {
     return finish(-1, ["fetch failed", error]);
   } finally {
     keepaliveInFlight -= held;
   }
-  if (response === null || typeof response !== "object") {
-    return finish(-1, ["fetch resolved to something other than a Response", response]);
-  }
-  // Every read of the Response is guarded: a getter that throws (a custom fetch's object, a proxy)
-  // fails this request as a network error would, never escaping as an unhandled rejection.
+  const other = "resolved to something other than a Response";
+  if (response === null || typeof response !== "object") return misused(other, response);
   let status;
+  let used;
+  let read;
   try {
     status = response.status;
+    used = response.bodyUsed;
+    read = typeof response.arrayBuffer === "function" ? "arrayBuffer" : typeof response.text === "function" ? "text" : undefined;
   } catch (error) {
-    return finish(-1, ["reading the status failed", error]);
+    return misused("resolved to a Response whose getters throw", error);
   }
-  if (typeof status !== "number") {
-    return finish(-1, ["fetch resolved to a Response without a numeric status", status]);
-  }
+  if (used === true) return misused("handed back a Response whose body was already read (bodyUsed)", response);
+  if (typeof status !== "number" || read === undefined) return misused(other, response);
   let bytes;
   try {
     // A Response has arrayBuffer(); an object that only has text() is read as text.
-    bytes = typeof response.arrayBuffer === "function"
+    bytes = read === "arrayBuffer"
       ? new Uint8Array(await response.arrayBuffer())
       : new TextEncoder().encode(await response.text());
   } catch (error) {
