@@ -131,6 +131,14 @@ impl JsRatelimit {
         }
         let lease = get(&config, "lease")?;
         if !lease.is_undefined() {
+            if dynamic_limits {
+                return Err(type_error(
+                    CONTEXT,
+                    "lease",
+                    "cannot go with `dynamicLimits`: a lease, spent without asking Redis, could not obey a pause at once",
+                    &lease,
+                ));
+            }
             let tokens = options::field(CONTEXT, "lease", &lease, false, "tokens")?;
             let ttl = get(&lease, "ttl")?;
             let lease = Lease {
