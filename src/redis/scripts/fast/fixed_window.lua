@@ -7,15 +7,15 @@
 -- in size (taken back at once), go on to the prelude and the general way.
 local fast_now, fast_cost = tonumber(ARGV[1]), tonumber(ARGV[5])
 if fast_now and ARGV[6] == nil and fast_cost and fast_cost > 0 and fast_cost <= tonumber(ARGV[4]) then
-  local fast_window_ms = tonumber(ARGV[3])
-  local fast_key = KEYS[math.floor(math.floor(fast_now / 1000) / fast_window_ms) - tonumber(ARGV[2]) + 1]
+  local fast_window_ms, fast_ms = tonumber(ARGV[3]), math.floor(fast_now / 1000)
+  local fast_window = math.floor(fast_ms / fast_window_ms)
+  local fast_key = KEYS[fast_window - tonumber(ARGV[2]) + 1]
   if fast_key then
     local count = redis.pcall('INCRBY', fast_key, ARGV[5])
     if type(count) == 'number' then
       if math.abs(count) <= 9007199254740991 then
-        if redis.call('PTTL', fast_key) < 0 then
-          redis.call('PEXPIRE', fast_key, fast_window_ms)
-        end
+        -- The counter outlives its window's end by LATE, 10000 ms (see the prelude).
+        redis.call('PEXPIRE', fast_key, (fast_window + 1) * fast_window_ms + 10000 - fast_ms)
         return count
       end
       redis.call('DECRBY', fast_key, ARGV[5])

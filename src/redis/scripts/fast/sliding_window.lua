@@ -18,9 +18,9 @@ end
 
 local fast_now, fast_cost, fast_limit = tonumber(ARGV[1]), tonumber(ARGV[5]), tonumber(ARGV[4])
 if fast_now and ARGV[6] == nil and string.find(ARGV[5], '^[1-9]%d*$') and fast_cost <= fast_limit then
-  local fast_window_ms = tonumber(ARGV[3])
-  local fast_ms = math.floor(fast_now / 1000)
-  local fast_at = math.floor(fast_ms / fast_window_ms) - tonumber(ARGV[2]) + 1
+  local fast_window_ms, fast_ms = tonumber(ARGV[3]), math.floor(fast_now / 1000)
+  local fast_window = math.floor(fast_ms / fast_window_ms)
+  local fast_at = fast_window - tonumber(ARGV[2]) + 1
   local fast_current_key, fast_previous_key = KEYS[fast_at], KEYS[fast_at - 1]
   if fast_current_key and fast_previous_key then
     local current = fast_count(redis.pcall('GET', fast_current_key))
@@ -29,9 +29,8 @@ if fast_now and ARGV[6] == nil and string.find(ARGV[5], '^[1-9]%d*$') and fast_c
       local weighted = math.floor((1 - (fast_ms % fast_window_ms) / fast_window_ms) * previous)
       if current + weighted + fast_cost <= fast_limit then
         redis.call('INCRBY', fast_current_key, ARGV[5])
-        if redis.call('PTTL', fast_current_key) < 0 then
-          redis.call('PEXPIRE', fast_current_key, fast_window_ms * 2 + 1000)
-        end
+        -- The counter outlives the next window's end, when it stops weighing, by LATE, 10000 ms.
+        redis.call('PEXPIRE', fast_current_key, (fast_window + 2) * fast_window_ms + 10000 - fast_ms)
       end
       return {current, previous}
     end
