@@ -340,7 +340,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
             while let Some((index, event)) = flight.next().await {
                 match event {
                     Event::Decided(Ok(decided)) => {
-                        let due = merge.heard(index, held(&decided, &id, cost));
+                        let due = merge.heard(index, held(&decided, &id));
                         self.known.learn(&plan.keys[0], merge.union());
                         self.start_writes(&mut flight, &plan, due);
                         answer = Some(decided);
@@ -358,7 +358,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
             let pending: Pending = Box::pin(async move {
                 while let Some((index, event)) = flight.next().await {
                     if let Event::Decided(Ok(decided)) = event {
-                        let due = merge.heard(index, held(&decided, &id, cost));
+                        let due = merge.heard(index, held(&decided, &id));
                         known.learn(&plan.keys[0], merge.union());
                         for delta in due {
                             push_write(&mut flight, &regions, &plan, delta);
@@ -484,7 +484,7 @@ fn push_write<T: Transport + 'static>(
             let Some(key) = plan.keys.get(delta.window) else {
                 return Event::Replied(Ok(Reply::Nil));
             };
-            Event::Replied(region::merge(&region, key, plan.ttl_ms, &delta.ledger).await)
+            Event::Replied(region::merge(&region, key, plan.ttl_ms(), &delta.ledger).await)
         }),
     );
 }
@@ -502,13 +502,12 @@ fn worse(failure: Option<Error>, error: Error) -> Error {
     }
 }
 
-/// What a region holds after deciding: its windows as read, plus the request if it admitted it.
-fn held(decided: &Decided, id: &str, cost: Cost) -> Vec<Ledger> {
+/// What a region holds after deciding: its windows as read, plus the request if it admitted it, at
+/// the cost its script recorded (a refund at most what was used, never below empty).
+fn held(decided: &Decided, id: &str) -> Vec<Ledger> {
     let mut ledgers = decided.ledgers.clone();
-    if decided.allowed && !cost.is_peek() {
-        if let Some(current) = ledgers.first_mut() {
-            current.insert(id, cost.get());
-        }
+    if let Some(current) = ledgers.first_mut().filter(|_| decided.recorded != 0.0) {
+        current.insert(id, decided.recorded);
     }
     ledgers
 }
