@@ -500,9 +500,15 @@ async fn a_fixed_windows_common_request_is_answered_with_its_count_alone() {
     assert_eq!(stored, json!("15"));
     // A refund.
     general(fixed(&[&key], &limit("-14")).await.unwrap(), 1, "15");
-    // Redis's clock.
+    // Redis's clock: the count with Redis's time.
     let redis_clock = ["", &window, "1000000000", "10", "1"];
-    general(fixed(&[&key], &redis_clock).await.unwrap(), 1, "1");
+    let timed = fixed(&[&key], &redis_clock).await.unwrap();
+    assert_eq!(timed[0], json!(2), "{timed}");
+    let redis_now = timed[1].as_u64().unwrap();
+    assert!(
+        redis_now.abs_diff(now.parse().unwrap()) < 60_000_000,
+        "{timed}"
+    );
     // A dynamic limit (ARGV[6] = '1'), none stored.
     let dynamic = [now.as_str(), &window, "1000000000", "10", "1", "1"];
     general(
@@ -638,12 +644,16 @@ async fn redis_time_replaces_a_skewed_caller_clock() {
             expected
         );
     }
-    // Beyond a window of skew the script cannot find its keys: a typed Redis error, not a wrong answer.
+    // Beyond a window of skew the script cannot find its keys: an error naming the skew, in either
+    // fail mode (no outage), not a wrong answer.
     skewed.advance(Duration::from_secs(3 * 3600));
-    assert!(matches!(
-        redis.acquire("skew:fixed", 1.0, hourly).await,
-        Err(Error::Redis { .. })
-    ));
+    match redis.acquire("skew:fixed", 1.0, hourly).await {
+        Err(error @ Error::Redis { .. }) => {
+            assert!(error.to_string().contains("CLOCKSKEW"), "{error}");
+            assert!(!error.is_outage());
+        }
+        other => panic!("{other:?}"),
+    }
     // The caller's clock is used without it.
     let caller = RedisBackend::new(servers.gateway.transport())
         .with_clock(ManualClock::from_millis(EPOCH_MS));

@@ -257,13 +257,15 @@ local function capacity(configured, round_up)
   return math.max(0, math.min(9007199254740991, math.floor(limit)))
 end
 
+-- The key of window `index`, KEYS[1] being window `keys_from`. With Redis's clock, the client sends
+-- the windows around its own time: a clock more than a window off Redis's raises CLOCKSKEW, an error
+-- that names Redis's time, never a decision on the wrong window.
 local function window_of(keys_from, index)
   local position = index - keys_from + 1
-  local key = KEYS[position]
   if position < 1 or position > state_keys then
-    error('edgelimit: window ' .. index .. ' is outside the keys sent (clocks more than a window apart)')
+    error({err = string.format("CLOCKSKEW Redis's time, %d µs, is more than a window from the caller's", redis_micros())})
   end
-  return key
+  return KEYS[position]
 end
 
 -- Writes `count` (whole, at most 2^53 - 1 in size) to the window counter `key` when it differs from
