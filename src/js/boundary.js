@@ -237,44 +237,35 @@ function release(controller, used) {
  * A `fetch` that rejects is an outage, since the platform's own rejects so (with a `TypeError`) when
  * the network fails. A `fetch` that breaks its contract is a programming error, delivered as
  * `[stage, error, true]`, which no fail mode answers: one that throws instead of returning a Promise
- * (the platform's never does), resolves to something that is not a Response (no numeric `status`, no
- * `arrayBuffer()` nor `text()`, a getter that throws), or hands back a body already read (`bodyUsed`:
- * the platform never does; a wrapper that read it to log it did).
+ * (the platform's never does; so does a `fetch` that is no function), resolves to something that is
+ * not a Response (no numeric `status`, no `arrayBuffer()` nor `text()`, a getter that throws), or hands
+ * back a body already read (`bodyUsed`: the platform never does; a wrapper that read it to log it did).
  */
 async function send(fetch, url, init, held, finish) {
   const call = fetch ?? globalThis.fetch;
-  const which = fetch === undefined ? "the global `fetch`" : "the custom `fetch`";
-  const misused = (what, value) => finish(-1, [`${which} ${what}`, value, true]);
-  let pending;
-  try {
-    if (typeof call !== "function") throw call;
-    pending = call.call(globalThis, url, init);
-  } catch (error) {
-    keepaliveInFlight -= held;
-    return misused(error === call ? "is not a function" : "threw instead of returning a Promise", error);
-  }
+  const misused = (what, value) => finish(-1, [`the ${fetch ? "custom" : "global"} \`fetch\` ${what}`, value, true]);
   let response;
   try {
-    response = await pending;
+    response = call.call(globalThis, url, init);
+  } catch (error) {
+    keepaliveInFlight -= held;
+    return misused("threw instead of returning a Promise", error);
+  }
+  try {
+    response = await response;
   } catch (error) {
     return finish(-1, ["fetch failed", error]);
   } finally {
     keepaliveInFlight -= held;
   }
-  const other = "resolved to something other than a Response";
-  if (response === null || typeof response !== "object") return misused(other, response);
   let status;
-  let used;
   let read;
   try {
     status = response.status;
-    used = response.bodyUsed;
-    read = typeof response.arrayBuffer === "function" ? "arrayBuffer" : typeof response.text === "function" ? "text" : undefined;
-  } catch (error) {
-    return misused("resolved to a Response whose getters throw", error);
-  }
-  if (used === true) return misused("handed back a Response whose body was already read (bodyUsed)", response);
-  if (typeof status !== "number" || read === undefined) return misused(other, response);
+    if (response.bodyUsed === true) return misused("handed back a Response whose body was already read (bodyUsed)", response);
+    read = typeof response.arrayBuffer === "function" ? "arrayBuffer" : typeof response.text === "function" && "text";
+  } catch {}
+  if (typeof status !== "number" || !read) return misused("resolved to something other than a Response", response);
   let bytes;
   try {
     // A Response has arrayBuffer(); an object that only has text() is read as text.
