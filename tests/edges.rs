@@ -165,17 +165,22 @@ async fn issue_40_leases_refuse_dynamic_limits_which_they_could_not_obey_at_once
     }
 }
 
-/// Lease ledgers holding numbers past 2^53 - 1, or whose sums pass it: each is the units, the end
-/// (µs) and the window of one entry, as the ledger writes them.
-fn ledgers_past_the_bounds(ends: u64, window: u64) -> Vec<Vec<String>> {
+/// Lease ledgers holding numbers past 2^53 - 1, or whose sums pass it, for `rule`: each is the units,
+/// the end (µs) and the window of one entry, as the ledger writes them. For GCRA also 2^52 units,
+/// which its reset would turn into an arrival time past 2^53 - 1 microseconds.
+fn ledgers_past_the_bounds(rule: &Algorithm, ends: u64, window: u64) -> Vec<Vec<String>> {
     let entry = |units: &str| format!("{units} {ends} {window}");
-    vec![
+    let mut ledgers = vec![
         vec![entry("10000000000000000000000")],
         vec![entry("2000000000000000000"); 5],
         vec![entry("9007199254740992")],
         vec![entry("9007199254740991"), entry("1")],
         vec![format!("5 {}0 {window}", ends)],
-    ]
+    ];
+    if matches!(rule, Algorithm::Gcra(_)) {
+        ledgers.push(vec![entry("4503599627370496")]);
+    }
+    ledgers
 }
 
 #[tokio::test]
@@ -191,7 +196,8 @@ async fn issue_40_a_ledger_past_the_exact_integers_is_corrupt_state_and_nothing_
                 _ => 0,
             };
             let ends = (now_ms() + 3_600_000) * 1_000;
-            for (index, entries) in ledgers_past_the_bounds(ends, window).iter().enumerate() {
+            let ledgers = ledgers_past_the_bounds(&rule, ends, window);
+            for (index, entries) in ledgers.iter().enumerate() {
                 let context = format!("{name} {layout:?} ledger {index}");
                 let identifier = format!("ledger-{index}");
                 let base = match layout {
@@ -233,7 +239,11 @@ async fn issue_40_a_ledger_past_the_exact_integers_is_corrupt_state_and_nothing_
                     other => panic!("{context}: reset {other:?}"),
                 }
                 assert_eq!(dump().await, before, "{context}: the reset wrote");
-                // The first decision that leases reads the ledger too.
+                // The first decision that leases reads the ledger too; the GCRA ledger of 2^52
+                // units is valid but for its reset.
+                if index == 5 {
+                    continue;
+                }
                 let mut decided = Ok(());
                 for _ in 0..10 {
                     decided = limit.limit(&identifier, 1.0).await.map(drop);

@@ -183,7 +183,9 @@ pub fn field(rule: &Algorithm, now: u64, id: &str) -> String {
 /// GCRA, the replay in time order (refunds last within a microsecond, then by id) of both epochs'
 /// requests from the state entering the previous epoch, each request consumed even past empty.
 pub fn derived(rule: &Algorithm, window: u64, ledgers: &[Ledger]) -> Option<State> {
-    let total = |index: usize| ledgers.get(index).map_or(0.0, Ledger::total) as u64;
+    // A fraction of a unit (a rate the peer stored as given) counts as a whole unit used, as the
+    // script counts it.
+    let total = |index: usize| ledgers.get(index).map_or(0.0, Ledger::total).ceil() as u64;
     let base = |name: &str| ledgers.get(1).and_then(|ledger| ledger.cost(name));
     let requests = || {
         let mut requests: Vec<(u64, &str, f64)> = ledgers
@@ -204,9 +206,7 @@ pub fn derived(rule: &Algorithm, window: u64, ledgers: &[Ledger]) -> Option<Stat
         Algorithm::FixedWindow(_) => Some(
             FixedWindowState {
                 window,
-                // A sum of costs, refunds included, may be below zero: credit, as the single-region
-                // window honours it.
-                used: ledgers.first().map_or(0.0, Ledger::total) as i64,
+                used: total(0) as i64,
             }
             .into(),
         ),

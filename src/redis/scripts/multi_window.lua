@@ -18,9 +18,9 @@ end
 local window_ms, cost = tonumber(ARGV[2]), tonumber(ARGV[4])
 local ms = math.floor(now / 1000)
 
--- The hash `key` and the sum of its costs, never below 0 (refunds are negative costs); or nil, nil
--- and a CORRUPTSTATE reply when the key is no hash, or a cost, or the sum of those so far, is no
--- number up to 2^53 - 1 in size.
+-- The hash `key` and the sum of its costs, never below 0 (refunds are negative costs), a fraction of
+-- a unit (a rate the peer stored as given) counted whole; or nil, nil and a CORRUPTSTATE reply when
+-- the key is no hash, or a cost, or the sum of those so far, is no number up to 2^53 - 1 in size.
 local function ledger(key)
   local fields, bad = read(key, 'a hash of request costs', 'HGETALL')
   if bad then
@@ -34,7 +34,7 @@ local function ledger(key)
       return nil, nil, corrupt(key, 'holds ' .. shown(fields[i]) .. ' as the cost of ' .. shown(fields[i - 1]))
     end
   end
-  return fields, math.max(0, sum)
+  return fields, math.max(0, math.ceil(sum))
 end
 
 local current, used, bad = ledger(KEYS[1])
