@@ -55,7 +55,7 @@ mod tests {
         assert!(prelude.contains(&format!("local LATE = {late}\n")));
         for fast in ["fast/fixed_window.lua", "fast/sliding_window.lua"] {
             let source = std::fs::read_to_string(dir.to_owned() + fast).unwrap();
-            assert!(source.contains(&format!(" + {late} - fast_ms)")), "{fast}");
+            assert!(source.contains(&format!(" + {late} - fast_ms\n")), "{fast}");
         }
     }
 }

@@ -14,7 +14,8 @@ end
 -- plus the ttl. That is the longest a call may take (5 s, the default timeout) plus 5 s of
 -- disagreement between the clocks that decide, so that a request stamped before its window ended
 -- finds the window counted. Each write sets the expiry from that end as the deciding clock reads it,
--- never from a first write. The fast paths (fast/*.lua) and src/redis/mod.rs (LATE_MS) say 10000 too.
+-- never from a first write (the fast paths, when the key would expire a second sooner or more). The
+-- fast paths (fast/*.lua) and src/redis/mod.rs (LATE_MS) say 10000 too.
 local LATE = 10000
 
 -- State the script cannot read is never decided on nor written back: the script writes nothing and

@@ -17,8 +17,12 @@ if fast_now and ARGV[6] == nil and fast_cost and fast_cost > 0 and fast_cost <= 
     local count = redis.pcall('INCRBY', fast_key, ARGV[5])
     if type(count) == 'number' then
       if math.abs(count) <= 9007199254740991 then
-        -- The counter outlives its window's end by LATE, 10000 ms (see the prelude).
-        redis.call('PEXPIRE', fast_key, (fast_window + 1) * fast_window_ms + 10000 - fast_ms)
+        -- The counter outlives its window's end by LATE, 10000 ms (see the prelude): set when it
+        -- expires a second sooner or more (a new counter, one the peer set from its first write).
+        local fast_ttl = (fast_window + 1) * fast_window_ms + 10000 - fast_ms
+        if redis.call('PTTL', fast_key) < fast_ttl - 1000 then
+          redis.call('PEXPIRE', fast_key, fast_ttl)
+        end
         if fast_clock then
           return {count, fast_now}
         end

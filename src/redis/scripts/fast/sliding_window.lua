@@ -31,8 +31,12 @@ if fast_now and ARGV[6] == nil and string.find(ARGV[5], '^[1-9]%d*$') and fast_c
       local weighted = math.floor((1 - (fast_ms % fast_window_ms) / fast_window_ms) * previous)
       if current + weighted + fast_cost <= fast_limit then
         redis.call('INCRBY', fast_current_key, ARGV[5])
-        -- The counter outlives the next window's end, when it stops weighing, by LATE, 10000 ms.
-        redis.call('PEXPIRE', fast_current_key, (fast_window + 2) * fast_window_ms + 10000 - fast_ms)
+        -- The counter outlives the next window's end, when it stops weighing, by LATE, 10000 ms: set
+        -- when it expires a second sooner or more (as in fast/fixed_window.lua).
+        local fast_ttl = (fast_window + 2) * fast_window_ms + 10000 - fast_ms
+        if redis.call('PTTL', fast_current_key) < fast_ttl - 1000 then
+          redis.call('PEXPIRE', fast_current_key, fast_ttl)
+        end
       end
       if fast_clock then
         return {current, previous, fast_now}
