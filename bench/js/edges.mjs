@@ -1,13 +1,14 @@
 // Section 8: exact at every edge. Processes of their own (edges_worker.mjs: each with its own clock
 // and its own queue) on one hot identifier through the real gateway:
-// - boundaries: `processes` × `callers` callers, every request held `delayMs` before it leaves (so many
-//   are stamped in one window and reach Redis in the next), over windows of `windowMs`; each admission
+// - boundaries: `processes` × `callers` callers, every request held 0 to 2 × `delayMs` before it leaves
+//   (so many are stamped in one window and reach Redis in the next), over windows of `windowMs`; each admission
 //   is counted in the window its answer names (its `reset`): over-admission is what windows admit past
 //   the limit (the token bucket: past what it holds plus its refills over the run), edgelimit beside
 //   the peer, rounds alternating;
-// - skew: an instance on time and one `skewsMs` ahead or behind, together: the same over-admission per
-//   algorithm for edgelimit on Redis's clock (the default), on the instances' clocks (`localClock`),
-//   with leases, a reset by the skewed instance while the other holds leases, and the peer;
+// - skew: an instance on time and one `skewsMs` ahead or behind, together for at least the skew plus
+//   three windows (so that both name some windows): the same over-admission per algorithm for edgelimit
+//   on Redis's clock (the default), on the instances' clocks (`localClock`), with leases, a reset by the
+//   skewed instance while the other holds leases, and the peer;
 // - the Redis clock's cost: CPU per decision in the client and inside Redis (`INFO commandstats`), on
 //   Redis's clock and on the local one, alternating;
 // - the longer expiry's cost in Redis memory: keys alive per identifier and bytes per key.
@@ -122,7 +123,7 @@ async function skew({ skewsMs, windowMs, limit, durationMs, callers, log }) {
           jobs.push({ ...config, name, algorithm, limit, window: windowMs, prefix: `bench-skew-${name.replaceAll(/\W/g, "")}-${algorithm}-${stamp}-${skewMs}` });
         }
       }
-      const results = await together(workers, jobs, durationMs, callers);
+      const results = await together(workers, jobs, Math.max(durationMs, Math.abs(skewMs) + 3 * windowMs), callers);
       const row = { skewMs, cells: {} };
       jobs.forEach((job, index) => {
         row.cells[`${job.name}|${job.algorithm}`] = overAdmission(job.algorithm, results[index], limit, windowMs);

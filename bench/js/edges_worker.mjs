@@ -1,6 +1,7 @@
 // One process of the edges section (edges.mjs): an instance whose clock is `offset` ms off the real one
-// (`Date.now()` moved: behind when negative) and whose every request waits `delay` ms before it leaves
-// (the global `fetch`, which both libraries send with, wrapped), running the rounds it is sent on
+// (`Date.now()` moved: behind when negative) and whose every request waits from 0 to twice `delay` ms
+// (`delay` on average) before it leaves (the global `fetch`, which both libraries send with, wrapped),
+// running the rounds it is sent on
 // stdin, one JSON line each: `{ jobs, startAt, durationMs, callers }`, each job `{ lib, algorithm,
 // limit, window, prefix, lease?, localClock?, reset? }` deciding on one hot identifier with `callers`
 // loops from `startAt` (real ms) for `durationMs` (a job with `reset` only resets the identifier, once,
@@ -17,7 +18,7 @@ const realNow = Date.now.bind(Date);
 Date.now = () => realNow() + offset;
 const realFetch = globalThis.fetch;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-if (delay > 0) globalThis.fetch = async (target, init) => (await sleep(delay), realFetch(target, init));
+if (delay > 0) globalThis.fetch = async (target, init) => (await sleep(Math.random() * 2 * delay), realFetch(target, init));
 const url = process.env.EDGELIMIT_TEST_URL;
 const token = process.env.EDGELIMIT_TEST_TOKEN;
 
@@ -28,7 +29,7 @@ const limiters = {
   gcra: (R, limit, window) => R.gcra(limit, window),
 };
 
-/** A limiter of `job`: edgelimit, or the peer (no ephemeral cache: every decision is its algorithm's). */
+/** A limiter of `job`: edgelimit, or the peer, neither with an ephemeral cache (every decision is its algorithm's). */
 function make({ lib, algorithm, limit, window: length, prefix, lease, localClock }) {
   // The peer takes durations as strings only.
   const window = typeof length === "number" ? `${length} ms` : length;
@@ -41,7 +42,7 @@ function make({ lib, algorithm, limit, window: length, prefix, lease, localClock
       analytics: false,
     });
   }
-  const options = { redis: new Redis({ url, token }), limiter: limiters[algorithm](Ratelimit, limit, window), prefix };
+  const options = { redis: new Redis({ url, token }), limiter: limiters[algorithm](Ratelimit, limit, window), prefix, ephemeralCache: false };
   if (lease) options.lease = lease;
   if (localClock) options.localClock = true;
   return new Ratelimit(options);
@@ -57,7 +58,10 @@ async function runJob(job, { startAt, durationMs, callers }) {
   }
   await sleep(startAt - realNow());
   await Promise.all(Array.from({ length: callers }, async () => {
-    while (realNow() < startAt + durationMs) {
+    for (let calls = 1; realNow() < startAt + durationMs; calls++) {
+      // Answers with no request (a lease's, the ephemeral cache's) settle at once: let timers and I/O
+      // run now and then, or this loop would starve every other job of the process.
+      if (calls % 16 === 0) await new Promise((resolve) => setImmediate(resolve));
       result.firstAt = Math.min(result.firstAt, realNow());
       try {
         const { success, reset, reason, pending } = await ratelimit.limit("hot");

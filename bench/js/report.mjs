@@ -249,8 +249,8 @@ function edgesMarkdown({ boundaries: b, skew: s, clock: c, memory: m }) {
   const perIdentifier = (lib) => num(m.alive[lib] * m.bytesPerKey);
   return `## 8. Exact at every edge: window boundaries, skewed clocks, the Redis clock's cost
 
-**Boundaries.** ${b.processes} processes × ${b.callers} callers on one hot identifier, every request held ${b.delayMs} ms after it is
-stamped (so many are stamped in one window and reach Redis in the next), windows of ${b.windowMs} ms and a limit
+**Boundaries.** ${b.processes} processes × ${b.callers} callers on one hot identifier, every request held 0 to ${2 * b.delayMs} ms (${b.delayMs} ms on
+average) after it is stamped (so many are stamped in one window and reach Redis in the next), windows of ${b.windowMs} ms and a limit
 of ${b.limit}, ${num(b.durationMs / 1000)} s per round, ${b.rounds} round(s) per library, alternating. Each admission is counted in the
 window its answer names (its \`reset\`); over the limit is what windows admitted past it, summed (the token
 bucket: past what it holds plus its refills over the run; GCRA has no peer). edgelimit on Redis's clock,
@@ -259,7 +259,7 @@ its default.
 ${table(["algorithm", "admitted (edgelimit / peer)", "over the limit (edgelimit / peer)", "windows counted"], boundaryRows)}
 
 **Skew.** An instance on time and one off by the column's skew, ${s.callers} callers each, together on one hot
-identifier for ${num(s.durationMs / 1000)} s, windows (and refills) of ${s.windowMs} ms and a limit of ${s.limit}: admissions over the limit, as
+identifier for ${num(s.durationMs / 1000)} s or the skew plus three windows (so that both name some windows), windows (and refills) of ${s.windowMs} ms and a limit of ${s.limit}: admissions over the limit, as
 above, per configuration and algorithm (errors: calls rejected, as the Redis clock rejects those of an
 instance more than a window off with \`CLOCKSKEW\`). "a reset": the instance on time decides with leases
 on a fixed window of 1,000 an hour while the skewed one resets the identifier: admitted past the limit
