@@ -23,6 +23,16 @@
 //! A request that the answering region denied but a slower one admitted is merged everywhere: it is
 //! counted although it was denied. That errs on the side of admitting less, never more.
 //!
+//! A refund (a negative cost) is recorded as at most what the region's window used, or what its
+//! bucket lacked, at that moment (the script replies the cost it recorded, which the merge carries):
+//! never below empty, so no merge and no replay order turns it into credit. Refunds decided at once
+//! in several regions may each give back the same units (at most what was used, per region).
+//!
+//! Each hash expires at the end of the last window (or epoch) that reads it plus
+//! [`LATE_MS`](crate::redis::LATE_MS), set on every write from the window's end as the caller's clock
+//! reads it, so that a request stamped before a window ended finds it counted; decisions across
+//! regions are timed by the caller's clock, since each region has its own.
+//!
 //! # Token bucket and GCRA: timed requests per epoch, replayed
 //!
 //! A bucket's state is one number (GCRA's TAT) or two (the token bucket's level and last refill), which
