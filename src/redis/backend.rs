@@ -122,11 +122,6 @@ impl<T: Transport> RedisBackend<T> {
         (script, keys, args, now)
     }
 
-    /// The caller's time (µs since the epoch).
-    pub(super) fn now_micros(&self) -> u64 {
-        self.clock.now_micros()
-    }
-
     /// A script's arguments, starting with the time it is sent (`ARGV[1]`): `now` (µs), or nothing
     /// when it reads Redis's clock.
     pub(super) fn args_from_time(&self, now: u64) -> Strings {
@@ -137,6 +132,11 @@ impl<T: Transport> RedisBackend<T> {
             args.push_number(now);
         }
         args
+    }
+
+    /// The caller's time (µs since the epoch).
+    pub(super) fn now_micros(&self) -> u64 {
+        self.clock.now_micros()
     }
 }
 
