@@ -33,7 +33,11 @@ export interface RedisConfig {
   token: string;
   /**
    * A `fetch` to use instead of the global one, called as `fetch(url, init)`; it must return a
-   * Promise of a `Response` (or of an object with `status` and `text()`).
+   * Promise of a `Response` (or of an object with `status` and `text()`) whose body is unread. A
+   * rejection is an outage, answered by `failMode` (the platform's `fetch` rejects so when the
+   * network fails); a `fetch` that throws instead of returning a Promise, resolves to anything else,
+   * or hands back a body it read (to log it, say) is a bug: the call rejects with a `TypeError`
+   * naming the custom `fetch`, whatever `failMode` says.
    */
   fetch?: (input: string, init: RequestInit) => Promise<Response>;
   /** Accepted as `@upstash/redis` takes it; edgelimit sends no telemetry either way. */
@@ -124,8 +128,9 @@ export interface RatelimitConfig {
    * unused units go back in `pending` or with `returnLeases()`. A lease holds at most a tenth of the
    * limit: the first an eighth of that, then twice as much while leases are spent before they end and
    * half as much when units come back unused; a limit below 20 is never leased. Needs `redis`; not with
-   * `cachedFixedWindow` or `enableProtection`. A `tokens` of 0 or above the limit, or a `ttl` longer
-   * than the window, throws a `RangeError`.
+   * `cachedFixedWindow` or `enableProtection`, nor with `dynamicLimits` (a `TypeError`: a lease is spent
+   * without asking Redis, so it could not obey a pause or a lower limit at once). A `tokens` of 0 or
+   * above the limit, or a `ttl` longer than the window, throws a `RangeError`.
    */
   lease?: { tokens: number; ttl: Duration };
   /**
@@ -138,6 +143,16 @@ export interface RatelimitConfig {
    * count alike in a mixed fleet; the limit is still stored and read. Default `false`.
    */
   dynamicLimits?: boolean;
+  /**
+   * Times the decisions by this instance's `Date.now()`, as `@upstash/ratelimit` does, instead of by
+   * Redis's clock (`TIME` in the script; the default with `redis`), with which a request counts in the
+   * window of the moment Redis decides it, however late it arrives and whatever this instance's
+   * clock says within a window of Redis's (beyond, a window algorithm's call rejects with `CLOCKSKEW`).
+   * With the local clock, the clocks of the instances sharing a limit must agree within 10 s, less
+   * the time a call takes (README, "Clocks"). `cachedFixedWindow`, whose local counts keep windows of
+   * this instance's clock, and the in-memory store always use it. Default `false`.
+   */
+  localClock?: boolean;
   /**
    * Records every answer as an analytics event, as `@upstash/ratelimit` does through
    * `@upstash/core-analytics` (`ZINCRBY <prefix>:events:<hour>` with `{ identifier, success, ...geo }`),

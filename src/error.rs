@@ -89,6 +89,14 @@ pub enum Error {
         /// What was asked and is missing.
         what: String,
     },
+    /// The `fetch` that sends requests broke its contract: it threw instead of returning a Promise,
+    /// resolved to something that is not a `Response`, or handed back a body already read. A
+    /// programming error, not an outage: no fail mode answers it.
+    #[error("{message}")]
+    Fetch {
+        /// Which `fetch` (the custom one or the global one) did what, and what it gave.
+        message: String,
+    },
     /// The reply was not what the protocol or the script promises.
     #[error("malformed reply: {message}")]
     MalformedReply {

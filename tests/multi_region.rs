@@ -527,3 +527,40 @@ async fn a_client_never_admits_past_what_it_has_seen_though_a_region_has_not() {
         assert!(limiter.limit(&id, 1.0).await.unwrap().success, "{rule:?}");
     }
 }
+
+/// Issue 40: a refund gives back at most what the window or bucket used, never credit, in every
+/// algorithm: on an unused identifier it gives back nothing.
+#[tokio::test]
+async fn issue_40_a_refund_never_goes_below_empty() {
+    let regions = Regions::start(2);
+    let hour = Duration::from_secs(3600);
+    let rules: [Algorithm; 4] = [
+        FixedWindow::new(5, hour).unwrap().into(),
+        SlidingWindow::new(5, hour).unwrap().into(),
+        TokenBucket::new(5, hour, 5).unwrap().into(),
+        Gcra::new(5, hour, 5).unwrap().into(),
+    ];
+    for rule in rules {
+        let name = rule.name();
+        let id = format!("refund-{name}");
+        let limiter = regions.limit(rule).with_ephemeral_cache(None);
+        limiter.limit(&id, -(2f64.powi(53) - 1.0)).await.unwrap();
+        let first = admitted(&limiter, &id).await;
+        assert_eq!(first, 5, "{name}: after a refund on nothing");
+        // Refunded after use, it gives back what was used.
+        limiter.limit(&id, -1e15).await.unwrap();
+        let second = admitted(&limiter, &id).await;
+        assert_eq!(second, 5, "{name}: after a refund of more than used");
+        let other = regions.limit(rule).with_ephemeral_cache(None);
+        assert_eq!(admitted(&other, &id).await, 0, "{name}: another client");
+    }
+}
+
+/// How many of 20 requests of `id` `limiter` admits.
+async fn admitted(limiter: &MultiRegionRatelimit<HttpTransport>, id: &str) -> u64 {
+    let mut admitted = 0;
+    for _ in 0..20 {
+        admitted += u64::from(limiter.limit(id, 1.0).await.unwrap().success);
+    }
+    admitted
+}

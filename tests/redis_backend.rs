@@ -353,8 +353,12 @@ async fn keys_values_and_ttls_are_those_of_upstash_ratelimit() {
             .unwrap(),
         json!("2")
     );
-    let ttl = pttl(&servers, &format!("p:fixed:{window}")).await;
-    assert!((59_000..=60_000).contains(&ttl), "fixed window TTL {ttl}");
+    // Every key outlives its state by LATE_MS (10 s), from the window's end as the deciding clock
+    // reads it, not from its first write.
+    let into = (EPOCH_MS + 1_500) % 60_000;
+    let ttl = pttl(&servers, &format!("p:fixed:{window}")).await as u64;
+    let end = 60_000 - into + 10_000;
+    assert!((end - 500..=end).contains(&ttl), "fixed window TTL {ttl}");
 
     redis
         .acquire(
@@ -370,10 +374,11 @@ async fn keys_values_and_ttls_are_those_of_upstash_ratelimit() {
             .unwrap(),
         json!("3")
     );
-    let ttl = pttl(&servers, &format!("p:sliding:{window}")).await;
+    let ttl = pttl(&servers, &format!("p:sliding:{window}")).await as u64;
+    let end = end + 60_000;
     assert!(
-        (120_000..=121_000).contains(&ttl),
-        "sliding window TTL {ttl}"
+        (end - 500..=end).contains(&ttl),
+        "sliding window TTL {ttl}: the next window's end"
     );
 
     redis
@@ -391,7 +396,7 @@ async fn keys_values_and_ttls_are_those_of_upstash_ratelimit() {
     );
     let ttl = pttl(&servers, "p:bucket").await;
     assert!(
-        (120_000..=121_000).contains(&ttl),
+        (129_500..=130_000).contains(&ttl),
         "token bucket TTL {ttl}: full after 2 refills"
     );
 
@@ -429,6 +434,14 @@ async fn eval(
     command(servers, &line).await
 }
 
+/// The TTL a counter written at `now` (µs, as text) in its window of 10^9 ms gets: until `span` windows
+/// after its start, plus `LATE_MS`.
+fn expiry(now: &str, span: u64) -> i64 {
+    let now_ms = now.parse::<u64>().unwrap() / 1_000;
+    let end = (now_ms / 1_000_000_000 + span) * 1_000_000_000;
+    (end + edgelimit::redis::LATE_MS - now_ms) as i64
+}
+
 /// Now (µs) and its window of 10^9 ms, as text: windows that long put the caller's clock and Redis's
 /// in the same one.
 fn now_and_window() -> (String, u64) {
@@ -462,10 +475,15 @@ async fn a_fixed_windows_common_request_is_answered_with_its_count_alone() {
     };
     let limit = |cost: &'static str| [now.as_str(), &window, "1000000000", "10", cost];
 
-    // A counter @upstash/ratelimit's cachedFixedWindow left without an expiry gets one.
+    // A counter @upstash/ratelimit's cachedFixedWindow left without an expiry gets one: its window's
+    // end, plus LATE_MS.
     command(&servers, &["SET", &key, "3"]).await.unwrap();
     assert_eq!(fixed(&[&key], &limit("2")).await.unwrap(), json!(5));
-    assert!(pttl(&servers, &key).await > 999_000_000);
+    let ttl = pttl(&servers, &key).await;
+    assert!(
+        (expiry(&now, 1) - 1_000..=expiry(&now, 1)).contains(&ttl),
+        "{ttl}"
+    );
     let denied = fixed(&[&key], &limit("10")).await.unwrap();
     assert_eq!(denied, json!(15), "denied, counted");
 
@@ -482,9 +500,15 @@ async fn a_fixed_windows_common_request_is_answered_with_its_count_alone() {
     assert_eq!(stored, json!("15"));
     // A refund.
     general(fixed(&[&key], &limit("-14")).await.unwrap(), 1, "15");
-    // Redis's clock.
+    // Redis's clock: the count with Redis's time.
     let redis_clock = ["", &window, "1000000000", "10", "1"];
-    general(fixed(&[&key], &redis_clock).await.unwrap(), 1, "1");
+    let timed = fixed(&[&key], &redis_clock).await.unwrap();
+    assert_eq!(timed[0], json!(2), "{timed}");
+    let redis_now = timed[1].as_u64().unwrap();
+    assert!(
+        redis_now.abs_diff(now.parse().unwrap()) < 60_000_000,
+        "{timed}"
+    );
     // A dynamic limit (ARGV[6] = '1'), none stored.
     let dynamic = [now.as_str(), &window, "1000000000", "10", "1", "1"];
     general(
@@ -528,7 +552,11 @@ async fn a_sliding_windows_common_request_is_answered_with_its_counts_alone() {
         command(&servers, &["GET", &current]).await.unwrap(),
         json!("3")
     );
-    assert!(pttl(&servers, &current).await > 1_999_000_000);
+    let ttl = pttl(&servers, &current).await;
+    assert!(
+        (expiry(&now, 2) - 1_000..=expiry(&now, 2)).contains(&ttl),
+        "{ttl}"
+    );
     // A previous count weighs (at least 10 of 10^14 unless the window is all but over): denied,
     // nothing written.
     command(&servers, &["SET", &previous, "100000000000000"])
@@ -616,12 +644,16 @@ async fn redis_time_replaces_a_skewed_caller_clock() {
             expected
         );
     }
-    // Beyond a window of skew the script cannot find its keys: a typed Redis error, not a wrong answer.
+    // Beyond a window of skew the script cannot find its keys: an error naming the skew, in either
+    // fail mode (no outage), not a wrong answer.
     skewed.advance(Duration::from_secs(3 * 3600));
-    assert!(matches!(
-        redis.acquire("skew:fixed", 1.0, hourly).await,
-        Err(Error::Redis { .. })
-    ));
+    match redis.acquire("skew:fixed", 1.0, hourly).await {
+        Err(error @ Error::Redis { .. }) => {
+            assert!(error.to_string().contains("CLOCKSKEW"), "{error}");
+            assert!(!error.is_outage());
+        }
+        other => panic!("{other:?}"),
+    }
     // The caller's clock is used without it.
     let caller = RedisBackend::new(servers.gateway.transport())
         .with_clock(ManualClock::from_millis(EPOCH_MS));

@@ -279,12 +279,16 @@ async fn transport_works_after_a_timeout() {
 }
 
 #[wasm_bindgen_test]
-async fn fetch_that_throws_is_a_network_error() {
-    // A "fetch" option that is not a function makes the call throw: an error, not a panic.
+async fn a_fetch_that_is_no_function_is_a_programming_error() {
+    // A "fetch" option that is not a function makes the call throw: an error, not a panic, and no
+    // outage for the fail mode to answer.
     let not_callable: Function = JsValue::from(Object::new()).unchecked_into();
     let transport = FetchTransport::new(gateway_url(), token()).with_fetch(Some(not_callable));
     match transport.post("/pipeline", "[]".to_owned()).await {
-        Err(Error::Network { message }) => assert!(message.contains("fetch"), "{message}"),
-        other => panic!("expected Error::Network, got {other:?}"),
+        Err(error @ Error::Fetch { .. }) => {
+            assert!(!error.is_outage());
+            assert!(error.to_string().contains("custom `fetch`"), "{error}");
+        }
+        other => panic!("expected Error::Fetch, got {other:?}"),
     }
 }

@@ -38,7 +38,7 @@ export async function e2eSection({ url, token, callers, cellMs, rounds, log }) {
 }
 
 /** Redis's time inside commands so far, in µs: the sum of every command's `usec` in `INFO commandstats`, asked through the gateway. */
-async function redisTimeUs(url, token) {
+export async function redisTimeUs(url, token) {
   const response = await fetch(url, {
     method: "POST",
     headers: { authorization: `Bearer ${token}` },

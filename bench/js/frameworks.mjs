@@ -1,4 +1,4 @@
-// Section 8: what a user of each toolchain ships and the first request their server answers, edgelimit
+// Section 9: what a user of each toolchain ships and the first request their server answers, edgelimit
 // beside the peer, on the apps of tests/frameworks/ (installed as its tests install them, edgelimit from
 // its tarball):
 //   Workers      `wrangler deploy --dry-run` of a Worker using each library alone (workers/src/redis.js,
@@ -149,7 +149,7 @@ async function timedRequest(url, headers) {
 export function frameworksMarkdown({ rounds, rows }) {
   const cell = ({ median, min, max, rounds: n }, unit) => `${format(median)} ${unit}${n > 1 ? ` (${format(min)}–${format(max)})` : ""}`;
   const body = rows.map(({ toolchain, what, unit, edgelimit, peer, ratio }) => `| ${toolchain} | ${what} | ${cell(edgelimit, unit)} | ${cell(peer, unit)} | **${ratio.toFixed(2)}×** |`);
-  return `## 8. Frameworks: what users ship, and their first request
+  return `## 9. Frameworks: what users ship, and their first request
 
 The apps of tests/frameworks/ with each library alone (edgelimit from its \`npm pack\` tarball); ${rounds} round(s) of
 each first request, alternating which library goes first. A Worker's upload and a Next.js edge function are

@@ -15,6 +15,7 @@ import { chart } from "./chart.mjs";
 import { coldStartSection } from "./cold_start.mjs";
 import { cpuSection } from "./cpu.mjs";
 import { e2eSection } from "./e2e.mjs";
+import { edgesSection } from "./edges.mjs";
 import { faultSection } from "./faults.mjs";
 import { firstCompileSection } from "./first_compile.mjs";
 import { frameworksSection } from "./frameworks.mjs";
@@ -42,6 +43,12 @@ const config = smoke
       coldStart: { samples: 1 },
       multiRegion: { clients: 3, limit: 3, delaysMs: [1, 2, 5], gapMs: 0, rounds: 1 },
       faults: { callers: 4, beforeMs: 300, afterMs: 1500 },
+      edges: {
+        boundaries: { processes: 2, callers: 2, delayMs: 50, windowMs: 250, limit: 20, durationMs: 1100, rounds: 1 },
+        skew: { skewsMs: [-100, 100], windowMs: 250, limit: 20, durationMs: 600, callers: 2 },
+        clock: { callers: 4, cellMs: 20, rounds: 1 },
+        memory: { identifiers: 20, runMs: 300 },
+      },
       frameworks: { rounds: 1 },
     }
   : {
@@ -52,6 +59,12 @@ const config = smoke
       coldStart: { samples: 9 },
       multiRegion: { clients: 6, limit: 20, delaysMs: [5, 40, 120], gapMs: 20, rounds: 5 },
       faults: { callers: 16, beforeMs: 2000, afterMs: 3000 },
+      edges: {
+        boundaries: { processes: 8, callers: 8, delayMs: 50, windowMs: 1000, limit: 200, durationMs: 5500, rounds: 2 },
+        skew: { skewsMs: [-10_000, -1_000, -100, 100, 1_000, 10_000], windowMs: 1000, limit: 50, durationMs: 3000, callers: 4 },
+        clock: { callers: 16, cellMs: 2000, rounds: 5 },
+        memory: { identifiers: 200, runMs: 12_000 },
+      },
       frameworks: { rounds: 5 },
     };
 
@@ -68,6 +81,7 @@ const coldStart = await coldStartSection({ ...config.coldStart, replies: cpu.rep
 const firstCompile = await firstCompileSection({ replies: cpu.replies, log });
 const multiRegion = await multiRegionSection({ ...config.multiRegion, log });
 const faults = await faultSection({ ...config.faults, log });
+const edges = await edgesSection({ url, token, ...config.edges, log });
 const frameworks = await frameworksSection({ url, token, ...config.frameworks, log });
 
 const results = {
@@ -98,6 +112,7 @@ const results = {
   firstCompile,
   multiRegion,
   faults,
+  edges,
   frameworks,
 };
 checkNumbers(results);
@@ -121,6 +136,19 @@ for (const row of faults.rows) {
     throw new Error(`fault "${row.name}": ${row.missing} admitted decisions missing from Redis, ${row.overLimit} over the limit`);
   }
 }
+
+// Decided on Redis's clock, edgelimit admits no request past a limit at a window boundary, nor with an
+// instance's clock off (within a window of Redis's, as the skews here are), with or without leases, nor
+// after a reset by a skewed instance.
+const overEdge = [
+  ...edges.boundaries.rows.map((row) => [`boundaries, ${row.algorithm}`, row.edgelimit]),
+  ...edges.skew.rows.flatMap((row) =>
+    Object.entries(row.cells)
+      .filter(([name]) => name.startsWith("Redis's clock"))
+      .map(([name, cell]) => [`${row.skewMs} ms off, ${name}`, cell])
+      .concat([[`${row.skewMs} ms off, a reset`, row.reset]])),
+].find(([, cell]) => cell.over > 0 || cell.reasons > 0);
+if (overEdge) throw new Error(`edges, ${overEdge[0]}: ${JSON.stringify(overEdge[1])}`);
 
 const out = `${root}target/bench/${smoke ? "smoke/" : ""}`;
 mkdirSync(out, { recursive: true });

@@ -242,8 +242,63 @@ summed over the rounds (per round in parentheses); the limit allows ${limit * ro
 ${table(["algorithm", "sent (edgelimit / peer)", "edgelimit admitted", "peer admitted", "over the limit (edgelimit / peer)", "admitted after the merge (edgelimit / peer)"], body)}`;
 }
 
+const ALGORITHM_NAMES = { fixedWindow: "fixed window", slidingWindow: "sliding window", tokenBucket: "token bucket", gcra: "GCRA" };
+const overText = (cell) => (cell ? `${cell.over}${cell.errors ? ` (${cell.errors} errors)` : ""}` : "—");
+
+function edgesMarkdown({ boundaries: b, skew: s, clock: c, memory: m }) {
+  const boundaryRows = b.rows.map((row) => [
+    ALGORITHM_NAMES[row.algorithm],
+    `${row.edgelimit.admitted} / ${row.peer ? row.peer.admitted : "—"}`,
+    `**${row.edgelimit.over}** / ${row.peer ? `**${row.peer.over}**` : "—"}`,
+    `${row.edgelimit.windows} / ${row.peer ? row.peer.windows : "—"}`,
+  ]);
+  const lines = s.configs.flatMap(({ name, algorithms }) => algorithms.map((algorithm) => [name, algorithm]));
+  const skewRows = [
+    ...lines.map(([name, algorithm]) => [`${name}: ${ALGORITHM_NAMES[algorithm]}`, ...s.rows.map((row) => overText(row.cells[`${name}|${algorithm}`]))]),
+    ["Redis's clock, leases: a reset", ...s.rows.map((row) => overText(row.reset))],
+  ];
+  const skews = s.rows.map((row) => `${row.skewMs > 0 ? "+" : ""}${row.skewMs.toLocaleString("en")} ms`);
+  const clockRows = c.rows.map(({ algorithm, callers, redisClock: r, localClock: l, ratio }) => [
+    ALGORITHM_NAMES[algorithm],
+    callers,
+    `${spreadText(r.cpuUs)} / ${spreadText(l.cpuUs)}`,
+    ratioText(ratio.cpuUs),
+    `${spreadText(r.redisUs)} / ${spreadText(l.redisUs)}`,
+    ratioText(ratio.redisUs),
+  ]);
+  const perIdentifier = (lib) => num(m.alive[lib] * m.bytesPerKey);
+  return `## 8. Exact at every edge: window boundaries, skewed clocks, the Redis clock's cost
+
+**Boundaries.** ${b.processes} processes × ${b.callers} callers on one hot identifier, every request held 0 to ${2 * b.delayMs} ms (${b.delayMs} ms on
+average) after it is stamped (so many are stamped in one window and reach Redis in the next), windows of ${b.windowMs} ms and a limit
+of ${b.limit}, ${num(b.durationMs / 1000)} s per round, ${b.rounds} round(s) per library, alternating. Each admission is counted in the
+window its answer names (its \`reset\`); over the limit is what windows admitted past it, summed (the token
+bucket: past what it holds plus its refills over the run; GCRA has no peer). edgelimit on Redis's clock,
+its default.
+
+${table(["algorithm", "admitted (edgelimit / peer)", "over the limit (edgelimit / peer)", "windows counted"], boundaryRows)}
+
+**Skew.** An instance on time and one off by the column's skew, ${s.callers} callers each, together on one hot
+identifier for ${num(s.durationMs / 1000)} s or the skew plus three windows (so that both name some windows), windows (and refills) of ${s.windowMs} ms and a limit of ${s.limit}: admissions over the limit, as
+above, per configuration and algorithm (errors: calls rejected, as the Redis clock rejects those of an
+instance more than a window off with \`CLOCKSKEW\`). "a reset": the instance on time decides with leases
+on a fixed window of 1,000 an hour while the skewed one resets the identifier: admitted past the limit
+before and after the reset together.
+
+${table(["configuration: algorithm", ...skews], skewRows)}
+
+**The Redis clock's cost.** ${c.rows[0]?.callers} callers end to end, keys of their own, Redis's clock (the default) beside the
+local one (\`localClock: true\`), alternating: the client's CPU and Redis's time inside commands per decision.
+
+${table(["algorithm", "callers", "client µs (Redis clock / local)", "ratio", "Redis µs (Redis clock / local)", "ratio"], clockRows)}
+
+**Memory.** ${m.identifiers} identifiers decided in turn every 100 ms for ${num(m.runMs / 1000)} s on a fixed window of 1 s: keys alive per
+identifier ${num(m.alive.edgelimit)} (edgelimit: every window's counter outlives its end by ${num(m.lateMs / 1000)} s) and ${num(m.alive.peer)} (the peer),
+${num(m.bytesPerKey)} B of \`used_memory\` per counter with its expiry: ${perIdentifier("edgelimit")} B and ${perIdentifier("peer")} B per active identifier.`;
+}
+
 /** The whole report as markdown. */
-export function markdown({ meta, cpu, inMemory, e2e, lease, native, size, coldStart, firstCompile, multiRegion, faults, frameworks }) {
+export function markdown({ meta, cpu, inMemory, e2e, lease, native, size, coldStart, firstCompile, multiRegion, faults, edges, frameworks }) {
   return `# edgelimit benchmarks
 
 ${meta.mode} run of ${meta.date}: Node ${meta.node}, ${meta.cpus} × ${meta.cpuModel}; edgelimit ${meta.edgelimit} from pkg/
@@ -271,6 +326,8 @@ ${firstCompileMarkdown(firstCompile)}
 ${multiRegionMarkdown(multiRegion)}
 
 ${faultsMarkdown(faults)}
+
+${edgesMarkdown(edges)}
 
 ${frameworksMarkdown(frameworks)}
 `;

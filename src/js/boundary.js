@@ -233,39 +233,43 @@ function release(controller, used) {
 /**
  * Sends the request and hands `finish` the status and the body's bytes, or -1 and what failed; gives
  * back the `held` bytes of the keepalive budget once the fetch settles.
+ *
+ * A `fetch` that rejects is an outage, since the platform's own rejects so (with a `TypeError`) when
+ * the network fails. A `fetch` that breaks its contract is a programming error, delivered as
+ * `[stage, error, true]`, which no fail mode answers: one that throws instead of returning a Promise
+ * (the platform's never does; so does a `fetch` that is no function), resolves to something that is
+ * not a Response (no numeric `status`, no `arrayBuffer()` nor `text()`, a getter that throws), or hands
+ * back a body already read (`bodyUsed`: the platform never does; a wrapper that read it to log it did).
  */
 async function send(fetch, url, init, held, finish) {
   const call = fetch ?? globalThis.fetch;
-  if (typeof call !== "function") {
-    keepaliveInFlight -= held;
-    return finish(-1, ["fetch", new TypeError("this JavaScript runtime has no global `fetch` function")]);
-  }
+  const misused = (what, value) => finish(-1, [`the ${fetch ? "custom" : "global"} \`fetch\` ${what}`, value, true]);
   let response;
   try {
-    response = await call.call(globalThis, url, init);
+    response = call.call(globalThis, url, init);
+  } catch (error) {
+    keepaliveInFlight -= held;
+    return misused("threw instead of returning a Promise", error);
+  }
+  try {
+    response = await response;
   } catch (error) {
     return finish(-1, ["fetch failed", error]);
   } finally {
     keepaliveInFlight -= held;
   }
-  if (response === null || typeof response !== "object") {
-    return finish(-1, ["fetch resolved to something other than a Response", response]);
-  }
-  // Every read of the Response is guarded: a getter that throws (a custom fetch's object, a proxy)
-  // fails this request as a network error would, never escaping as an unhandled rejection.
   let status;
+  let read;
   try {
     status = response.status;
-  } catch (error) {
-    return finish(-1, ["reading the status failed", error]);
-  }
-  if (typeof status !== "number") {
-    return finish(-1, ["fetch resolved to a Response without a numeric status", status]);
-  }
+    if (response.bodyUsed === true) return misused("handed back a Response whose body was already read (bodyUsed)", response);
+    read = typeof response.arrayBuffer === "function" ? "arrayBuffer" : typeof response.text === "function" && "text";
+  } catch {}
+  if (typeof status !== "number" || !read) return misused("resolved to something other than a Response", response);
   let bytes;
   try {
     // A Response has arrayBuffer(); an object that only has text() is read as text.
-    bytes = typeof response.arrayBuffer === "function"
+    bytes = read === "arrayBuffer"
       ? new Uint8Array(await response.arrayBuffer())
       : new TextEncoder().encode(await response.text());
   } catch (error) {

@@ -23,6 +23,16 @@
 //! A request that the answering region denied but a slower one admitted is merged everywhere: it is
 //! counted although it was denied. That errs on the side of admitting less, never more.
 //!
+//! A refund (a negative cost) is recorded as at most what the region's window used, or what its
+//! bucket lacked, at that moment (the script replies the cost it recorded, which the merge carries):
+//! never below empty, so no merge and no replay order turns it into credit. Refunds decided at once
+//! in several regions may each give back the same units (at most what was used, per region).
+//!
+//! Each hash expires at the end of the last window (or epoch) that reads it plus
+//! [`LATE_MS`](crate::redis::LATE_MS), set on every write from the window's end as the caller's clock
+//! reads it, so that a request stamped before a window ended finds it counted; decisions across
+//! regions are timed by the caller's clock, since each region has its own.
+//!
 //! # Token bucket and GCRA: timed requests per epoch, replayed
 //!
 //! A bucket's state is one number (GCRA's TAT) or two (the token bucket's level and last refill), which
@@ -340,7 +350,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
             while let Some((index, event)) = flight.next().await {
                 match event {
                     Event::Decided(Ok(decided)) => {
-                        let due = merge.heard(index, held(&decided, &id, cost));
+                        let due = merge.heard(index, held(&decided, &id));
                         self.known.learn(&plan.keys[0], merge.union());
                         self.start_writes(&mut flight, &plan, due);
                         answer = Some(decided);
@@ -358,7 +368,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
             let pending: Pending = Box::pin(async move {
                 while let Some((index, event)) = flight.next().await {
                     if let Event::Decided(Ok(decided)) = event {
-                        let due = merge.heard(index, held(&decided, &id, cost));
+                        let due = merge.heard(index, held(&decided, &id));
                         known.learn(&plan.keys[0], merge.union());
                         for delta in due {
                             push_write(&mut flight, &regions, &plan, delta);
@@ -484,7 +494,7 @@ fn push_write<T: Transport + 'static>(
             let Some(key) = plan.keys.get(delta.window) else {
                 return Event::Replied(Ok(Reply::Nil));
             };
-            Event::Replied(region::merge(&region, key, plan.ttl_ms, &delta.ledger).await)
+            Event::Replied(region::merge(&region, key, plan.ttl_ms(), &delta.ledger).await)
         }),
     );
 }
@@ -502,13 +512,12 @@ fn worse(failure: Option<Error>, error: Error) -> Error {
     }
 }
 
-/// What a region holds after deciding: its windows as read, plus the request if it admitted it.
-fn held(decided: &Decided, id: &str, cost: Cost) -> Vec<Ledger> {
+/// What a region holds after deciding: its windows as read, plus the request if it admitted it, at
+/// the cost its script recorded (a refund at most what was used, never below empty).
+fn held(decided: &Decided, id: &str) -> Vec<Ledger> {
     let mut ledgers = decided.ledgers.clone();
-    if decided.allowed && !cost.is_peek() {
-        if let Some(current) = ledgers.first_mut() {
-            current.insert(id, cost.get());
-        }
+    if let Some(current) = ledgers.first_mut().filter(|_| decided.recorded != 0.0) {
+        current.insert(id, decided.recorded);
     }
     ledgers
 }

@@ -6,14 +6,15 @@ use crate::algorithm::{Algorithm, Cost, Policy};
 use crate::error::{Error, Result};
 use crate::ratelimit::with_dynamic_capacity;
 use crate::redis::{
-    number_in, read_limit, Reply, RestClient, Strings, MULTI_BUCKET, MULTI_MERGE, MULTI_WINDOW,
+    number_in, read_limit, Reply, RestClient, Strings, LATE_MS, MULTI_BUCKET, MULTI_MERGE,
+    MULTI_WINDOW,
 };
 use crate::transport::Transport;
 use std::time::Duration;
 
 /// Where a decision at one time reads and writes: the hashes of the current window or epoch and the one
 /// before (`<key>:<window>` for the windows, as `@upstash/ratelimit`'s `MultiRegionRatelimit` keeps
-/// them; `<key>:bucket:<epoch>` for the token bucket and GCRA), with the TTL a new hash gets.
+/// them; `<key>:bucket:<epoch>` for the token bucket and GCRA), and how long each is kept.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     /// The index of the current window or epoch.
@@ -22,8 +23,11 @@ pub struct Plan {
     pub length_ms: u64,
     /// The hashes, the current one first.
     pub keys: Vec<String>,
-    /// The TTL of a new hash, in milliseconds.
-    pub ttl_ms: u64,
+    /// How many windows after its own a hash is still read: 0 for a fixed window, 1 otherwise (as the
+    /// previous window or epoch).
+    read_after: u64,
+    /// The time of the decision, in milliseconds.
+    now_ms: u64,
     /// What every hash's key starts with, before the window's index.
     stem: String,
 }
@@ -31,34 +35,35 @@ pub struct Plan {
 impl Plan {
     /// The plan of `rule` on `key` at `now` (µs).
     pub fn new(rule: &Algorithm, key: &str, now: u64) -> Self {
-        let (stem, length_ms, ttl_ms) = match rule {
-            Algorithm::FixedWindow(rule) => (format!("{key}:"), rule.window_ms(), rule.window_ms()),
-            Algorithm::SlidingWindow(rule) => (
-                format!("{key}:"),
-                rule.window_ms(),
-                rule.window_ms() * 2 + 1_000,
-            ),
+        let (stem, length_ms) = match rule {
+            Algorithm::FixedWindow(rule) => (format!("{key}:"), rule.window_ms()),
+            Algorithm::SlidingWindow(rule) => (format!("{key}:"), rule.window_ms()),
             Algorithm::TokenBucket(_) | Algorithm::Gcra(_) => {
-                let epoch_ms = state::epoch_ms(rule);
-                (format!("{key}:bucket:"), epoch_ms, epoch_ms * 2 + 1_000)
+                (format!("{key}:bucket:"), state::epoch_ms(rule))
             }
         };
-        let window = now / 1_000 / length_ms;
-        let windows = if matches!(rule, Algorithm::FixedWindow(_)) {
-            1
-        } else {
-            2
-        };
-        let keys = (0..windows)
+        let now_ms = now / 1_000;
+        let window = now_ms / length_ms;
+        let read_after = u64::from(!matches!(rule, Algorithm::FixedWindow(_)));
+        let keys = (0..=read_after)
             .map(|back| format!("{stem}{}", window.saturating_sub(back)))
             .collect();
         Self {
             window,
             length_ms,
             keys,
-            ttl_ms,
+            read_after,
+            now_ms,
             stem,
         }
+    }
+
+    /// The TTL (ms) of a hash written at the plan's time: until the end of the last window that
+    /// reads the current one, plus [`LATE_MS`], as the caller's clock reads them (never from a first
+    /// write, so that a request stamped before a window ended finds it counted). The previous
+    /// window's hash, written by merges only, keeps it a window longer than it needs.
+    pub fn ttl_ms(&self) -> u64 {
+        ((self.window + self.read_after + 1) * self.length_ms + LATE_MS).saturating_sub(self.now_ms)
     }
 
     /// The keys a decision around now may use, for a reset: two back, one ahead for a clock a little
@@ -81,6 +86,9 @@ pub struct Decided {
     pub limit: u64,
     /// The windows as they were before the request, the current one first.
     pub ledgers: Vec<Ledger>,
+    /// The cost recorded for the request in the current window (0 for none): its cost, or for a
+    /// refund at most what was used.
+    pub recorded: f64,
 }
 
 /// Runs the decision of `cost` under `rule` as `plan` lays it out in one region: the request is
@@ -111,7 +119,7 @@ pub async fn decide<T: Transport>(
         args.push(dynamic)
             .push_decimal(cost)
             .push(field)
-            .push_number(plan.ttl_ms);
+            .push_number(plan.ttl_ms());
         &MULTI_BUCKET
     };
     let script = match rule {
@@ -121,7 +129,7 @@ pub async fn decide<T: Transport>(
                 .push_decimal(cost)
                 .push(field)
                 .push(dynamic)
-                .push_number(plan.ttl_ms);
+                .push_number(plan.ttl_ms());
             &MULTI_WINDOW
         }
         Algorithm::Gcra(rule) => bucket(
@@ -136,7 +144,10 @@ pub async fn decide<T: Transport>(
     let reply = script.run(client, &keys, &args, elapsed).await?;
     let fields = reply.as_array().unwrap_or_default();
     let number = |index: usize| fields.get(index).and_then(Reply::as_u64);
-    let (Some(allowed @ 0..=1), Some(now), Some(limit)) = (number(0), number(1), number(2)) else {
+    let recorded = fields.get(5).and_then(Reply::as_str).and_then(number_in);
+    let (Some(allowed @ 0..=1), Some(now), Some(limit), Some(recorded)) =
+        (number(0), number(1), number(2), recorded)
+    else {
         return Err(malformed(format!(
             "the {} script returned {reply}",
             script.name()
@@ -150,6 +161,7 @@ pub async fn decide<T: Transport>(
         now,
         limit,
         ledgers,
+        recorded,
     })
 }
 
@@ -168,8 +180,8 @@ pub async fn dynamic_rule<T: Transport>(
     }
 }
 
-/// Merges `ledger` into the hash `key` of one region, giving it `ttl_ms` if it has no expiry; the
-/// reply is how many ids were written.
+/// Merges `ledger` into the hash `key` of one region, which then expires in `ttl_ms`; the reply is
+/// how many ids were written.
 pub async fn merge<T: Transport>(
     client: &RestClient<T>,
     key: &str,

@@ -180,10 +180,12 @@ pub fn field(rule: &Algorithm, now: u64, id: &str) -> String {
 
 /// The state the pure algorithm `rule` reads from a region's `ledgers` (the current window or epoch
 /// first) of window or epoch `window`: for the windows, the sums of their costs; for a token bucket or
-/// GCRA, the replay in time order (then id) of both epochs' requests from the state entering the
-/// previous epoch, each request consumed even past empty.
+/// GCRA, the replay in time order (refunds last within a microsecond, then by id) of both epochs'
+/// requests from the state entering the previous epoch, each request consumed even past empty.
 pub fn derived(rule: &Algorithm, window: u64, ledgers: &[Ledger]) -> Option<State> {
-    let total = |index: usize| ledgers.get(index).map_or(0.0, Ledger::total) as u64;
+    // A fraction of a unit (a rate the peer stored as given) counts as a whole unit used, as the
+    // script counts it.
+    let total = |index: usize| ledgers.get(index).map_or(0.0, Ledger::total).ceil() as u64;
     let base = |name: &str| ledgers.get(1).and_then(|ledger| ledger.cost(name));
     let requests = || {
         let mut requests: Vec<(u64, &str, f64)> = ledgers
@@ -194,16 +196,17 @@ pub fn derived(rule: &Algorithm, window: u64, ledgers: &[Ledger]) -> Option<Stat
                 Some((at.parse().ok()?, id, cost))
             })
             .collect();
-        requests.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
+        // Refunds last among requests of one microsecond: each gives back what was used before it
+        // was decided, which the requests of its microsecond decided before it may have taken. No
+        // two requests share an id, so the order is one whichever sort makes it.
+        requests.sort_unstable_by(|x, y| (x.0, x.2 < 0.0, x.1).cmp(&(y.0, y.2 < 0.0, y.1)));
         requests
     };
     match rule {
         Algorithm::FixedWindow(_) => Some(
             FixedWindowState {
                 window,
-                // A sum of costs, refunds included, may be below zero: credit, as the single-region
-                // window honours it.
-                used: ledgers.first().map_or(0.0, Ledger::total) as i64,
+                used: total(0) as i64,
             }
             .into(),
         ),

@@ -24,8 +24,10 @@ pub struct EphemeralCache {
 /// One blocked key.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Block {
-    /// Milliseconds since the epoch until which the key is blocked.
+    /// Milliseconds since the epoch until which the key is blocked, by this instance's clock.
     pub until_ms: u64,
+    /// The `reset` its answers report: the store's, whose clock may be another (Redis's).
+    pub reset: u64,
     /// The smallest rate known to be denied until then.
     pub rate: f64,
     /// The limit that denied it.
@@ -100,22 +102,29 @@ impl EphemeralCache {
     /// (milliseconds since the epoch), as learnt at `now_ms`. A full cache forgets its least recently
     /// used key, whether its block is still running or not: one key, in O(1).
     pub fn insert(&self, key: String, rate: f64, until_ms: u64, limit: u64, now_ms: u64) {
+        self.block(key, rate, until_ms, until_ms, limit, now_ms);
+    }
+
+    /// [`EphemeralCache::insert`], answered with `reset`.
+    fn block(&self, key: String, rate: f64, until_ms: u64, reset: u64, limit: u64, now_ms: u64) {
         let mut entries = self.lock();
-        if let Some(block) = entries.get_mut(&key) {
-            if block.until_ms > now_ms {
-                block.rate = block.rate.min(rate);
-            } else {
-                block.rate = rate;
-            }
-            block.until_ms = until_ms;
-            block.limit = limit;
-            return;
-        }
         let block = Block {
             until_ms,
+            reset,
             rate,
             limit,
         };
+        if let Some(held) = entries.get_mut(&key) {
+            if held.until_ms > now_ms {
+                *held = Block {
+                    rate: held.rate.min(rate),
+                    ..block
+                };
+            } else {
+                *held = block;
+            }
+            return;
+        }
         entries.insert(key, block, 0);
     }
 
@@ -133,7 +142,7 @@ impl EphemeralCache {
                 success: false,
                 limit: block.limit,
                 remaining: 0.0,
-                reset: block.until_ms,
+                reset: block.reset,
                 retry_after: Some(Duration::from_millis(block.until_ms - now_ms)),
                 reason: Some(Reason::CacheBlock),
             });
@@ -145,14 +154,14 @@ impl EphemeralCache {
     }
 
     /// Keeps the block a denial (`decision`) of `rate` on `key` at `now_ms` says, until the request
-    /// could be admitted again, and no later than the window's reset.
+    /// could be admitted again (its `retry_after` from `now_ms`: the decision's `reset` may be on
+    /// another clock, Redis's, which its answers report).
     pub(crate) fn learn(&self, key: &str, rate: f64, decision: &Decision, now_ms: u64) {
         if let (false, Some(retry_after)) = (decision.allowed, decision.retry_after) {
-            let until_ms = now_ms
-                .saturating_add(retry_after.as_millis() as u64)
-                .min(decision.reset.max(now_ms));
+            let until_ms = now_ms.saturating_add(retry_after.as_millis() as u64);
             if until_ms > now_ms && rate > 0.0 {
-                self.insert(key.to_owned(), rate, until_ms, decision.limit, now_ms);
+                let (key, limit) = (key.to_owned(), decision.limit);
+                self.block(key, rate, until_ms, decision.reset, limit, now_ms);
             }
         }
     }

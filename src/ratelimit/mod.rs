@@ -108,8 +108,10 @@ impl Ratelimit {
     ///
     /// Fails with [`Error::InvalidParameter`] naming `tokens` (0, or more than the limit) or `ttl`
     /// (not a positive whole number of milliseconds, or longer than the algorithm's window), and with
-    /// [`Error::Unsupported`] for a store without leases (the memory store), local counts or
-    /// protection. Analytics turned on later turn leasing off: each decision then records its event
+    /// [`Error::Unsupported`] for a store without leases (the memory store), local counts,
+    /// protection or dynamic limits: a lease is spent with no request, so it could not obey a pause
+    /// or a lower limit set meanwhile (by any instance) until it ends. Analytics or dynamic limits
+    /// turned on later turn leasing off: each decision then records its event, or reads the limit,
     /// in Redis.
     pub fn with_lease(mut self, lease: Lease) -> Result<Self> {
         let lease = lease.checked(&self.settings.algorithm)?;
@@ -120,6 +122,9 @@ impl Ratelimit {
         }
         if self.local_counts.is_some() {
             return Err(leases_with("local counts"));
+        }
+        if self.settings.limit_key().is_some() {
+            return Err(leases_with("dynamic limits"));
         }
         if self.protection.active() {
             return Err(leases_with("protection"));
@@ -194,7 +199,8 @@ impl Ratelimit {
         }
         let key = self.key(identifier)?;
         let cost = self.settings.cost(rate)?;
-        if let Some(leases) = self.leases.as_ref().filter(|_| rate > 0.0) {
+        let leasing = rate > 0.0 && self.settings.limit_key().is_none();
+        if let Some(leases) = self.leases.as_ref().filter(|_| leasing) {
             return self.leased(key, cost, leases).await;
         }
         // The clock is read only for the local caches (each read is a call into JavaScript on wasm),

@@ -24,6 +24,10 @@ use std::time::Duration;
 /// on which the pure algorithm computes the answer's details (remaining, reset, retry-after) and checks
 /// that it agrees with the script (a window's common request returns only the counts: the client
 /// knows the rest). Keys and values are those of `@upstash/ratelimit` 2.x.
+///
+/// Decisions are timed by Redis's clock (`TIME` in the script) unless a clock is given
+/// ([`RedisBackend::with_clock`]): a request then counts in the window of the moment Redis decides it,
+/// whatever the instance's clock says or however late it arrives.
 pub struct RedisBackend<T> {
     client: RestClient<T>,
     clock: Arc<dyn Clock>,
@@ -31,23 +35,27 @@ pub struct RedisBackend<T> {
 }
 
 impl<T: Transport> RedisBackend<T> {
-    /// A store sending through `transport`, on the system clock, coalescing concurrent decisions.
+    /// A store sending through `transport`, deciding on Redis's clock, coalescing concurrent decisions.
     pub fn new(transport: T) -> Self {
         Self {
             client: RestClient::new(transport),
             clock: Arc::new(SystemClock),
-            redis_time: false,
+            redis_time: true,
         }
     }
 
-    /// The same store reading the caller's time from `clock`.
+    /// The same store deciding on the caller's time, read from `clock`, instead of Redis's (call
+    /// [`RedisBackend::with_redis_time`] after it to keep Redis's clock and time only the calls'
+    /// timeouts with `clock`). Every clock of a fleet that shares a limit must then agree within the
+    /// allowance of [`LATE_MS`](super::LATE_MS), less the time a call takes.
     pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
         self.clock = Arc::new(clock);
+        self.redis_time = false;
         self
     }
 
-    /// The same store with the scripts reading Redis's clock (`TIME`) instead of the caller's, for fleets
-    /// whose clocks disagree. Window algorithms then tolerate a Redis clock up to one window away.
+    /// The same store deciding on Redis's clock (`TIME` in the scripts), the default, or on the
+    /// caller's clock.
     pub fn with_redis_time(mut self, redis_time: bool) -> Self {
         self.redis_time = redis_time;
         self
@@ -91,8 +99,8 @@ impl<T: Transport> RedisBackend<T> {
     }
 
     /// The script deciding `cost` on `key` under `rule`, its keys, its arguments and the time they
-    /// were made at (µs since the epoch). The dynamic limit's key `limit_key` and a lease's `ledger`
-    /// follow the algorithm's keys when given, as [`follow`] sends them.
+    /// were made at (µs since the epoch, this backend's clock). The dynamic limit's key `limit_key`
+    /// and a lease's `ledger` follow the algorithm's keys when given, as [`follow`] sends them.
     pub(super) fn call(
         &self,
         rule: &Algorithm,
@@ -167,29 +175,45 @@ pub(super) fn outcome(
 /// The outcome of a request its script decided before the prelude (src/redis/scripts/fast/), at the
 /// time the caller `sent` and under the limit it sent, from the `reply` that carries only what the
 /// client does not know: a fixed window's count after adding the whole `cost`, or a sliding window's
-/// current and previous counts found. `None` for any other reply, which [`outcome`] reads.
+/// current and previous counts found, each followed by Redis's time when it decided on its clock.
+/// `None` for any other reply, which [`outcome`] reads.
 fn decided_first(rule: Algorithm, reply: &Reply, cost: Cost, sent: u64) -> Option<Outcome> {
-    let found: State = match (rule, reply) {
-        (Algorithm::FixedWindow(window), Reply::Integer(count)) => FixedWindowState {
-            window: window.window_index(sent),
-            used: number::whole(cost.get()).and_then(|cost| count.checked_sub(cost))?,
+    let fields = match reply {
+        Reply::Array(fields) => fields.as_slice(),
+        single => std::slice::from_ref(single),
+    };
+    let int = |index: usize| match fields.get(index) {
+        Some(Reply::Integer(number)) => Some(*number),
+        _ => None,
+    };
+    let counts = match rule {
+        Algorithm::FixedWindow(_) => 1,
+        Algorithm::SlidingWindow(_) => 2,
+        _ => return None,
+    };
+    let now = match fields.len().checked_sub(counts)? {
+        0 => sent,
+        1 => u64::try_from(int(counts)?).ok()?,
+        _ => return None,
+    };
+    let found: State = match rule {
+        Algorithm::FixedWindow(window) => FixedWindowState {
+            window: window.window_index(now),
+            used: number::whole(cost.get()).and_then(|cost| int(0)?.checked_sub(cost))?,
         }
         .into(),
-        (Algorithm::SlidingWindow(window), Reply::Array(counts)) => match counts.as_slice() {
-            [Reply::Integer(current), Reply::Integer(previous)] => SlidingWindowState {
-                window: window.window_index(sent),
-                current: u64::try_from(*current).ok()?,
-                previous: u64::try_from(*previous).ok()?,
-            }
-            .into(),
-            _ => return None,
-        },
+        Algorithm::SlidingWindow(window) => SlidingWindowState {
+            window: window.window_index(now),
+            current: u64::try_from(int(0)?).ok()?,
+            previous: u64::try_from(int(1)?).ok()?,
+        }
+        .into(),
         _ => return None,
     };
     let found = Some(found);
-    let decision = rule.apply_leasing(found.as_ref(), sent, cost, 0).decision;
+    let decision = rule.apply_leasing(found.as_ref(), now, cost, 0).decision;
     Some(Outcome {
-        now: sent,
+        now,
         found,
         rule,
         decision,

@@ -62,7 +62,8 @@ impl FetchTransport {
     ///
     /// It is called like the global `fetch`, as `fetch(url, init)` with `globalThis` as `this`, and
     /// must return a promise of a `Response` (or an object with `status` and `arrayBuffer()` or
-    /// `text()`).
+    /// `text()`) whose body is unread. A rejection is an outage, as the platform's `fetch` rejects on
+    /// a network failure; anything else that breaks this contract is [`Error::Fetch`].
     pub fn with_fetch(mut self, fetch: Option<Function>) -> Self {
         self.fetch = fetch.map_or(JsValue::UNDEFINED, JsValue::from);
         self
@@ -171,17 +172,21 @@ fn millis(after: Option<Duration>) -> f64 {
 }
 
 /// The error of a request that failed with `[stage, error]` (or whose sending threw `error`), given up
-/// after `timeout`.
+/// after `timeout`; `[stage, error, true]` is a `fetch` that broke its contract ([`Error::Fetch`]).
 fn failure_error(failure: &JsValue, timeout: Option<Duration>) -> Error {
-    let (stage, error) = match failure.dyn_ref::<Array>() {
-        Some(pair) => (pair.get(0).as_string().unwrap_or_default(), pair.get(1)),
-        None => ("the request failed".to_owned(), failure.clone()),
+    let (stage, error, misused) = match failure.dyn_ref::<Array>() {
+        Some(pair) => (
+            pair.get(0).as_string().unwrap_or_default(),
+            pair.get(1),
+            pair.get(2).is_truthy(),
+        ),
+        None => ("the request failed".to_owned(), failure.clone(), false),
     };
+    let message = format!("{stage}: {}", describe(&error));
     match timeout {
+        _ if misused => Error::Fetch { message },
         Some(after) if stage == "timeout" => Error::Timeout { after },
-        _ => Error::Network {
-            message: format!("{stage}: {}", describe(&error)),
-        },
+        _ => Error::Network { message },
     }
 }
 

@@ -34,11 +34,11 @@ fn bad_input(range: bool, context: &str, field: &str, text: &str, value: &JsValu
 }
 
 /// The crate's error as a JavaScript one: bad input is a `RangeError`, an identifier that would reach a
-/// shared key a `TypeError`; an unsupported operation (say,
+/// shared key and a `fetch` that broke its contract a `TypeError`; an unsupported operation (say,
 /// dynamic limits not enabled), a key layout a Redis Cluster refuses and everything else an `Error`.
 pub fn to_js_error(context: &str, error: &Error) -> JsValue {
     let message = format!("{context}: {error}");
-    if matches!(error, Error::InvalidIdentifier { .. }) {
+    if matches!(error, Error::InvalidIdentifier { .. } | Error::Fetch { .. }) {
         js_sys::TypeError::new(&message).into()
     } else if error.is_invalid_input()
         && !matches!(error, Error::Unsupported { .. } | Error::CrossSlot { .. })

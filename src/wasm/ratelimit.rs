@@ -30,7 +30,7 @@ use wasm_bindgen::prelude::*;
 /// The options of `new Ratelimit`: its own, and those of `@upstash/ratelimit` it shares.
 /// `cacheScripts` has no effect in `@upstash/ratelimit` 2.x either (scripts always run by hash), and
 /// `enableTelemetry` none here (edgelimit sends no telemetry), so both values of each are honoured.
-const RATELIMIT_OPTIONS: [&str; 14] = [
+const RATELIMIT_OPTIONS: [&str; 15] = [
     "redis",
     "limiter",
     "prefix",
@@ -45,11 +45,13 @@ const RATELIMIT_OPTIONS: [&str; 14] = [
     "cacheScripts",
     "enableTelemetry",
     "lease",
+    "localClock",
 ];
 
-/// A rate limit: `new Ratelimit({ redis?, limiter, prefix?, keys?, ephemeralCache?, timeout?, failMode?,
-/// dynamicLimits?, enableProtection?, analytics?, denyListThreshold?, lease? })`; `lease: { tokens, ttl }`
-/// leases units of hot identifiers (see `ratelimit::lease`).
+/// A rate limit: `new Ratelimit({ redis?, limiter, prefix?, keys?, ephemeralCache?, timeout?,
+/// failMode?, dynamicLimits?, enableProtection?, analytics?, denyListThreshold?, lease?, localClock? })`;
+/// `lease: { tokens, ttl }` leases units of hot identifiers (see `ratelimit::lease`); Redis's clock
+/// times the decisions unless `localClock: true`.
 #[wasm_bindgen(js_name = Ratelimit)]
 pub struct JsRatelimit {
     inner: Rc<Ratelimit>,
@@ -107,9 +109,12 @@ impl JsRatelimit {
             )
         };
         let in_memory = server.is_none();
+        // Redis's clock times the decisions unless `localClock`, or cachedFixedWindow, whose local
+        // counts count in windows of this instance's clock.
+        let redis_clock = !(cached || shared::flag(CONTEXT, &config, "localClock")?);
         let backend: Arc<dyn Backend> = match &server {
             None => Arc::new(MemoryBackend::new()),
-            Some(transport) => redis_backend(transport.clone()),
+            Some(transport) => redis_backend(transport.clone(), redis_clock),
         };
         let protection = protection::ProtectionOptions::read(CONTEXT, &config, server, cached)?;
         let mut settings = Settings::new(algorithm);
@@ -131,6 +136,14 @@ impl JsRatelimit {
         }
         let lease = get(&config, "lease")?;
         if !lease.is_undefined() {
+            if dynamic_limits {
+                return Err(type_error(
+                    CONTEXT,
+                    "lease",
+                    "cannot go with `dynamicLimits`: a lease could not obey a pause at once",
+                    &lease,
+                ));
+            }
             let tokens = options::field(CONTEXT, "lease", &lease, false, "tokens")?;
             let ttl = get(&lease, "ttl")?;
             let lease = Lease {
@@ -388,6 +401,6 @@ impl JsLimit for Ratelimit {
 /// The Redis store over `transport`, shared as every store is (`Arc`). Its coalesced requests are
 /// JavaScript futures, neither `Send` nor `Sync`, which is moot where there is one thread.
 #[allow(clippy::arc_with_non_send_sync)]
-fn redis_backend(transport: FetchTransport) -> Arc<dyn Backend> {
-    Arc::new(RedisBackend::new(transport))
+fn redis_backend(transport: FetchTransport, redis_clock: bool) -> Arc<dyn Backend> {
+    Arc::new(RedisBackend::new(transport).with_redis_time(redis_clock))
 }

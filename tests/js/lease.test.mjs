@@ -111,4 +111,6 @@ test("bad leases throw naming the field", { skip }, () => {
   assert.throws(make({ tokens: 10, ttl: "2 s" }), (error) => error instanceof RangeError && /ttl/.test(error.message));
   assert.throws(make({ tokens: 10, ttl: NaN }), (error) => error instanceof RangeError && /lease\.ttl/.test(error.message));
   assert.throws(make({ tokens: 10, ttl: "1 s" }, {}), /leases in the memory store/);
+  // Issue 40: a lease is spent with no request, so it could not obey a pause or a lower limit at once.
+  assert.throws(make({ tokens: 10, ttl: "1 s" }, { redis, dynamicLimits: true }), (error) => error instanceof TypeError && /lease/.test(error.message) && /dynamicLimits/.test(error.message));
 });

@@ -87,3 +87,17 @@ test("an unknown option of limit() rejects, naming it; the instance keeps workin
   const throwing = { get rate() { throw new Error("boom"); } };
   await assert.rejects(ratelimit.limit("u", throwing), /boom/);
 });
+
+test("Redis's clock decides unless localClock: true; localClock is a boolean", () => {
+  const redis = new Redis({ url: "http://127.0.0.1:9", token: "t" });
+  const limiter = Ratelimit.fixedWindow(3, "10 s");
+  for (const localClock of [true, false, undefined]) {
+    assert.ok(new Ratelimit({ redis, limiter, localClock }) instanceof Ratelimit, String(localClock));
+    assert.ok(new Ratelimit({ limiter, localClock }) instanceof Ratelimit, String(localClock));
+  }
+  assert.throws(() => new Ratelimit({ redis, limiter, localClock: "local" }), (error) => {
+    assert.ok(error instanceof TypeError && error.message.includes("`localClock` must be a boolean"), error.message);
+    return true;
+  });
+  assert.throws(() => new Ratelimit({ redis, limiter, clock: "local" }), unknown("clock", "known options"));
+});

@@ -156,6 +156,56 @@ test("anything else rejects naming its cause, in both fail modes: 4xx, Redis err
   }
 });
 
+// Issue 40: only outages fail open. A custom `fetch` that breaks its contract (throws instead of returning
+// a Promise, resolves to something that is not a Response, hands back a body already read) is a
+// programming error, rejected in both fail modes naming the custom `fetch`, while Redis is healthy; a
+// `fetch` that rejects, as the platform's does on a network failure, is still an outage.
+const closedUrl = process.env.EDGELIMIT_TEST_CLOSED_URL;
+
+test("a custom fetch that breaks its contract rejects naming it, in both fail modes", { skip }, async () => {
+  const broken = [
+    ["reads the body before handing back the Response", async (target, init) => {
+      const response = await fetch(target, init);
+      await response.text();
+      return response;
+    }],
+    ["resolves to the parsed JSON", async (target, init) => (await fetch(target, init)).json()],
+    ["resolves to nothing", async (target, init) => { await fetch(target, init); }],
+    ["throws a TypeError instead of returning a Promise", () => { throw new TypeError("log is not a function"); }],
+  ];
+  for (const [name, brokenFetch] of broken) {
+    for (const failMode of ["open", "closed"]) {
+      const ratelimit = new Ratelimit({
+        redis: new Redis({ url, token, fetch: brokenFetch }),
+        limiter: Ratelimit.fixedWindow(50, "1 m"),
+        prefix: prefix("fetch"),
+        failMode,
+      });
+      await assert.rejects(ratelimit.limit("u"), rejection(TypeError, "custom `fetch`"), `${name}, ${failMode}`);
+      await assert.rejects(ratelimit.getRemaining("u"), rejection(TypeError, "custom `fetch`"), `${name}, ${failMode}`);
+    }
+  }
+});
+
+test("a fetch that rejects, the platform's own on a port nobody listens on too, is an outage", { skip: (!closedUrl && "EDGELIMIT_TEST_CLOSED_URL is not set") || skip }, async () => {
+  const fetches = [
+    ["the global fetch", undefined],
+    ["a custom fetch delegating to it", (target, init) => fetch(target, init)],
+    ["a custom async fetch that throws", async () => { throw new TypeError("fetch failed"); }],
+  ];
+  for (const [name, fetch] of fetches) {
+    for (const failMode of ["open", "closed"]) {
+      const ratelimit = new Ratelimit({
+        redis: new Redis({ url: closedUrl, token: "t", fetch }),
+        limiter: Ratelimit.fixedWindow(50, "1 m"),
+        failMode,
+      });
+      const answer = await ratelimit.limit("u");
+      assert.deepEqual([answer.success, answer.reason], [failMode === "open", "error"], `${name}, ${failMode}`);
+    }
+  }
+});
+
 test("a wrong token rejects in both fail modes, against the real gateway", { skip }, async () => {
   for (const failMode of ["open", "closed"]) {
     const ratelimit = new Ratelimit({ redis: new Redis({ url, token: "wrong" }), limiter: Ratelimit.gcra(1, "1 s"), failMode });

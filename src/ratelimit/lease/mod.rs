@@ -40,13 +40,17 @@
 //!   of tokens taken never passes what the bucket gives.)
 //!
 //! Leases are reserved by Redis only ([`LeaseBackend`](crate::backend::LeaseBackend)): the memory
-//! store makes no round trip to save.
+//! store makes no round trip to save. They do not go with dynamic limits: a lease is spent with no
+//! request, so it could not obey a pause or a lower limit set meanwhile, by any instance, before it
+//! ends.
 //!
 //! # Expiry and truthful answers
 //!
 //! A lease expires `ttl` after the request that reserved it left, or at the end of its window if
 //! that comes first (measured from the local time before the request, against the store's time of
-//! the decision, so it never outlives the window even with Redis's clock). An answer from a lease
+//! the decision, so it never outlives the window even with Redis's clock): a unit reserved in a
+//! window is never spent after it. The ledger records each lease's end on Redis's clock (`TIME`),
+//! whatever clock decides, so that every instance judges alike which leases are live. An answer from a lease
 //! says what this instance could still take: the lease's units left plus what the limit had left for
 //! everyone when the lease was taken; `reset` is the reservation's. `get_remaining` asks Redis, where
 //! every lease counts as used, and adds this instance's own unused units.
@@ -74,7 +78,11 @@
 //!
 //! `resetUsedTokens` forgets what an identifier used except the units other instances hold in live
 //! leases, which they may still spend without asking Redis: the reset script (`lease_reset.lua`)
-//! deletes the state and counts those units again, from the ledger. The resetting instance drops its
+//! deletes the state and counts those units again, from the ledger, each in the window it was taken
+//! in; live by Redis's clock, not the resetting instance's, so a reset by an instance whose clock
+//! runs ahead forgets none. A ledger holding anything but whole numbers up to 2^53 - 1, or units
+//! summing past that, is corrupt state to every call that reads it, and so is, to a GCRA reset, one
+//! whose live units would move the arrival time past 2^53 - 1 microseconds: nothing is written. The resetting instance drops its
 //! own lease on the identifier (its ids are voided in the ledger, not counted). So after a reset the
 //! fleet still admits at most the limit; what the reset does not give back is, per live lease, the
 //! units its holder had spent before the reset, until the lease is closed (then the units it spent

@@ -13,8 +13,11 @@ if failed then
   return failed
 end
 local keys_from, window_ms, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[5])
-local window = math.floor(math.floor(now / 1000) / window_ms)
+local ms = math.floor(now / 1000)
+local window = math.floor(ms / window_ms)
 local key = window_of(keys_from, window)
+-- The counter outlives its window's end by LATE.
+local ttl = (window + 1) * window_ms + LATE - ms
 -- With Redis's clock or a dynamic limit, the common request, a cost from 1 to the limit with no lease,
 -- is counted at once (INCRBY) as in fast/fixed_window.lua, rather than read and then counted. What
 -- INCRBY refuses to count, and a count past 2^53 - 1 in size (taken back at once), go the general
@@ -23,9 +26,7 @@ if cost > 0 and cost <= limit and not lease_key then
   local count = redis.pcall('INCRBY', key, ARGV[5])
   if type(count) == 'number' then
     if math.abs(count) <= 9007199254740991 then
-      if redis.call('PTTL', key) < 0 then
-        redis.call('PEXPIRE', key, window_ms)
-      end
+      redis.call('PEXPIRE', key, ttl)
       local allowed = count <= limit and 1 or 0
       return {allowed, now, limit, window, string.format('%d', count - cost)}
     end
@@ -34,10 +35,10 @@ if cost > 0 and cost <= limit and not lease_key then
 end
 if lease_key then
   -- A lease's units go back to its own window only: a later window never counted them.
-  local _, bad_ledger = lease_settle(now, function(units, at)
+  local _, bad_ledger = lease_settle(function(units, at)
     local held = counter(key)
     if at == window and held and held > 0 then
-      add_count(key, -math.min(held, units), window_ms)
+      add_count(key, -math.min(held, units), ttl)
     end
   end)
   if bad_ledger then
@@ -70,6 +71,6 @@ elseif cost > 0 then
   end
 end
 
-add_count(key, delta, window_ms)
-local id = lease_key and lease_open(now, extra, math.min(now + tonumber(ARGV[8]), (window + 1) * window_ms * 1000), window)
+add_count(key, delta, ttl)
+local id = lease_key and lease_open(extra, math.min(tonumber(ARGV[8]), (window + 1) * window_ms * 1000 - now), window)
 return lease_reply({allowed, now, limit, window, text}, extra, id)

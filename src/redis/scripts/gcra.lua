@@ -31,10 +31,10 @@ if text and stored == nil then
 end
 local tat = math.max(stored or now, now)
 
--- Stores `written` as the TAT: none once it is not ahead of now.
+-- Stores `written` as the TAT, which outlives it by LATE: none once it is not ahead of now.
 local function store(written)
   if written > now then
-    redis.call('SET', KEYS[1], string.format('%d', written), 'PX', math.ceil((written - now) / 1000) + 1000)
+    redis.call('SET', KEYS[1], string.format('%d', written), 'PX', math.ceil((written - now) / 1000) + LATE)
   else
     redis.call('DEL', KEYS[1])
   end
@@ -42,7 +42,7 @@ end
 
 if lease_key then
   -- What a closed lease gives back moves the TAT back, never before now.
-  local back, bad_ledger = lease_settle(now)
+  local back, bad_ledger = lease_settle()
   if bad_ledger then
     return bad_ledger
   end
@@ -71,5 +71,5 @@ end
 if written ~= nil then
   store(written)
 end
-local id = lease_key and lease_open(now, extra, now + tonumber(ARGV[8]), 0)
+local id = lease_key and lease_open(extra, tonumber(ARGV[8]), 0)
 return lease_reply({allowed, now, burst, stored or -1}, extra, id)

@@ -1,11 +1,12 @@
 
 -- Merges request ids into one region's hash (src/multi_region/): each id takes the larger of its stored
--- and its given cost, a join, so that merging twice or in any order gives the same hash. A hash without
--- an expiry gets one.
+-- and its given cost, a join, so that merging twice or in any order gives the same hash. A hash written
+-- to expires in the TTL given (from now to its window's end plus LATE).
 -- KEYS[1]: the hash.
--- ARGV: TTL of a new hash (ms), then id, cost pairs (ARGV[6] is an id, never '1', '2' or '3': no dynamic
+-- ARGV: the hash's TTL (ms), then id, cost pairs (ARGV[6] is an id, never '1', '2' or '3': no dynamic
 -- limit nor lease ledger).
--- Reply: how many ids were written; a stored cost that is no finite number writes none (CORRUPTSTATE).
+-- Reply: how many ids were written; a stored cost that is no finite number up to 2^53 - 1 in size
+-- writes none (CORRUPTSTATE).
 local key = KEYS[1]
 local stored_costs = {}
 for i = 2, #ARGV - 1, 2 do
@@ -15,7 +16,7 @@ for i = 2, #ARGV - 1, 2 do
   end
   if text then
     stored_costs[i] = finite(text)
-    if stored_costs[i] == nil then
+    if stored_costs[i] == nil or math.abs(stored_costs[i]) > 9007199254740991 then
       return corrupt(key, 'holds ' .. shown(text) .. ' in field ' .. shown(ARGV[i]))
     end
   end
@@ -29,7 +30,7 @@ for i = 2, #ARGV - 1, 2 do
     written = written + 1
   end
 end
-if written > 0 and redis.call('PTTL', key) < 0 then
+if written > 0 then
   redis.call('PEXPIRE', key, tonumber(ARGV[1]))
 end
 return written

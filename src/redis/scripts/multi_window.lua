@@ -4,9 +4,12 @@
 -- regions merge by union (src/multi_region/). Mirrors FixedWindow / SlidingWindow::apply on the sums.
 -- KEYS: the current window's hash, then for a sliding window the previous window's; the dynamic limit last
 -- when ARGV[6] = '1' (see the prelude).
--- ARGV: now (µs), window length (ms), limit, cost, request id, dynamic flag, TTL of a new hash (ms).
--- Reply: {allowed (0/1), now (µs), limit applied, current window's fields, previous window's fields},
--- the fields as HGETALL read them before this request.
+-- ARGV: now (µs), window length (ms), limit, cost, request id, dynamic flag, the hash's TTL (ms, from
+-- now to its window's end plus LATE: src/multi_region/region.rs).
+-- Reply: {allowed (0/1), now (µs), limit applied, current window's fields, previous window's fields,
+-- the cost recorded}, the fields as HGETALL read them before this request. A refund (a negative cost)
+-- is recorded as at most what the current window used, never below empty: no merge turns it into
+-- credit.
 local now = now_micros()
 local limit, failed = capacity(tonumber(ARGV[3]))
 if failed then
@@ -15,8 +18,9 @@ end
 local window_ms, cost = tonumber(ARGV[2]), tonumber(ARGV[4])
 local ms = math.floor(now / 1000)
 
--- The hash `key` and the sum of its costs, never below 0 (refunds are negative costs); or nil, nil
--- and a CORRUPTSTATE reply when a cost is no finite number or the key is no hash.
+-- The hash `key` and the sum of its costs, never below 0 (refunds are negative costs), a fraction of
+-- a unit (a rate the peer stored as given) counted whole; or nil, nil and a CORRUPTSTATE reply when
+-- the key is no hash, or a cost, or the sum of those so far, is no number up to 2^53 - 1 in size.
 local function ledger(key)
   local fields, bad = read(key, 'a hash of request costs', 'HGETALL')
   if bad then
@@ -25,12 +29,12 @@ local function ledger(key)
   local sum = 0
   for i = 2, #fields, 2 do
     local spent = finite(fields[i])
-    if spent == nil then
+    sum = sum + (spent or 0)
+    if spent == nil or math.abs(spent) > 9007199254740991 or math.abs(sum) > 9007199254740991 then
       return nil, nil, corrupt(key, 'holds ' .. shown(fields[i]) .. ' as the cost of ' .. shown(fields[i - 1]))
     end
-    sum = sum + spent
   end
-  return fields, math.max(0, sum)
+  return fields, math.max(0, math.ceil(sum))
 end
 
 local current, used, bad = ledger(KEYS[1])
@@ -54,10 +58,11 @@ elseif cost > 0 and used + weighted + cost > limit then
   allowed = 0
 end
 
+local recorded = '0'
+cost = math.max(cost, -used)
 if allowed == 1 and cost ~= 0 then
-  redis.call('HSET', KEYS[1], ARGV[5], ARGV[4])
-  if redis.call('PTTL', KEYS[1]) < 0 then
-    redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[7]))
-  end
+  recorded = string.format('%.17g', cost)
+  redis.call('HSET', KEYS[1], ARGV[5], recorded)
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[7]))
 end
-return {allowed, now, limit, current, previous}
+return {allowed, now, limit, current, previous, recorded}

@@ -1,13 +1,22 @@
 -- Shared head of every edgelimit script. ARGV[1] is the caller's time in microseconds since the epoch,
 -- or "" to read the Redis server's clock (for fleets whose clocks disagree).
-local function now_micros()
-  local caller = tonumber(ARGV[1])
-  if caller then
-    return caller
-  end
+local function redis_micros()
   local time = redis.call('TIME')
-  return tonumber(time[1]) * 1000000 + tonumber(time[2])
+  return time[1] * 1000000 + time[2]
 end
+
+local function now_micros()
+  return tonumber(ARGV[1]) or redis_micros()
+end
+
+-- How long every key outlives the state it holds, in milliseconds: a window's counter its window's
+-- end, a bucket the moment it is full again, an arrival time itself, a ledger its last lease's end
+-- plus the ttl. That is the longest a call may take (5 s, the default timeout) plus 5 s of
+-- disagreement between the clocks that decide, so that a request stamped before its window ended
+-- finds the window counted. Each write sets the expiry from that end as the deciding clock reads it,
+-- never from a first write (the fast paths, when the key would expire a second sooner or more). The
+-- fast paths (fast/*.lua) and src/redis/mod.rs (LATE_MS) say 10000 too.
+local LATE = 10000
 
 -- State the script cannot read is never decided on nor written back: the script writes nothing and
 -- replies `CORRUPTSTATE <length of key> <key> <what is wrong>`, which the client reads as
@@ -85,15 +94,12 @@ local function counter(key)
   return tonumber(stored), stored
 end
 
--- Adds `delta` (whole, at most 2^53 - 1 in size) to the counter `key`, exactly (INCRBY), keeping its
--- expiry or giving it `ttl_ms` when it has none (@upstash/ratelimit's cachedFixedWindow leaves its
--- counters without one).
+-- Adds `delta` (whole, at most 2^53 - 1 in size) to the counter `key`, exactly (INCRBY), and makes it
+-- expire in `ttl_ms`.
 local function add_count(key, delta, ttl_ms)
   if delta ~= 0 then
     redis.call('INCRBY', key, string.format('%d', delta))
-    if redis.call('PTTL', key) < 0 then
-      redis.call('PEXPIRE', key, ttl_ms)
-    end
+    redis.call('PEXPIRE', key, ttl_ms)
   end
 end
 
@@ -123,37 +129,43 @@ local state_keys = #KEYS - (dynamic_key and 1 or 0) - (lease_key and 1 or 0)
 
 -- The ledger is a hash: per lease id (`<µs>.<n>`, n from the field `n`), "<units> <end µs> <window>":
 -- the whole units reserved, when the lease ends, and the window it was taken in (window algorithms).
--- ARGV[8] is the leases' ttl (µs), ARGV[9] the units given back, ARGV[10..] the ids of the leases
--- their holder closes. A lease ended for longer than the ttl is dropped with no refund: its units
--- stay used until the window ends or the bucket refills them, since only its holder knew how many
--- of them it had spent.
+-- Its times are Redis's (`redis_micros`), whatever clock decides, so that every instance judges alike
+-- which leases are live. ARGV[8] is the leases' ttl (µs), ARGV[9] the units given back, ARGV[10..]
+-- the ids of the leases their holder closes. A lease ended for longer than the ttl is dropped with no
+-- refund: its units stay used until the window ends or the bucket refills them, since only its holder
+-- knew how many of them it had spent.
 
 -- The ledger's functions are made only for a call that has a ledger: making a function costs every
 -- call of the script that runs its definition.
 local lease_entries, lease_close, lease_settle, lease_open
 if lease_key then
-  -- The live leases at `now` (a list of {units, end, window, id}), after dropping those ended for
-  -- longer than the ttl; or nil and a CORRUPTSTATE reply.
-  lease_entries = function(now)
+  -- The live leases (a list of {units, end, window, id}), after dropping those ended for longer than
+  -- the ttl; or nil and a CORRUPTSTATE reply, with nothing dropped, when an entry is no lease of
+  -- whole numbers up to 2^53 - 1, or the ledger's units pass 2^53 - 1 in all.
+  lease_entries = function()
     local all, failed = read(lease_key, 'a lease ledger', 'HGETALL')
     if failed then
       return nil, failed
     end
-    local ttl, live = tonumber(ARGV[8]), {}
+    local now, ttl, live, ended, held = redis_micros(), tonumber(ARGV[8]), {}, {}, 0
     for i = 1, #all, 2 do
       local id, value = all[i], all[i + 1]
       if id ~= 'n' then
         local units, ends, window = string.match(value, '^(%d+) (%d+) (%d+)$')
-        if units == nil then
-          return nil, corrupt(lease_key, 'holds ' .. shown(id) .. ' = ' .. shown(value) .. ', not a lease')
+        units, ends, window = whole(units, 0), whole(ends, 0), whole(window, 0)
+        held = held + (units or 0)
+        if not (units and ends and window) or held > 9007199254740991 then
+          return nil, corrupt(lease_key, 'holds ' .. shown(id) .. ' = ' .. shown(value) .. ', not a lease up to 2^53 - 1 units')
         end
-        ends = tonumber(ends)
         if ends + ttl <= now then
-          redis.call('HDEL', lease_key, id)
+          ended[#ended + 1] = id
         elseif ends > now then
-          live[#live + 1] = {tonumber(units), ends, tonumber(window), id}
+          live[#live + 1] = {units, ends, window, id}
         end
       end
+    end
+    for _, id in ipairs(ended) do
+      redis.call('HDEL', lease_key, id)
     end
     return live
   end
@@ -161,7 +173,7 @@ if lease_key then
   -- Closes the leases ARGV[10..]: each still in the ledger gives back at most its own units of the
   -- ARGV[9] returned, by `give(units, window)` if given; one not found (dropped, or voided by a
   -- reset) gives nothing back, so a return never makes units its lease did not take. Returns the
-  -- units given back.
+  -- units given back. The ledger was checked (`lease_entries`).
   lease_close = function(give)
     local returned = tonumber(ARGV[9]) or 0
     local left = returned
@@ -170,7 +182,7 @@ if lease_key then
       if value then
         redis.call('HDEL', lease_key, ARGV[i])
         local units, _, window = string.match(value, '^(%d+) (%d+) (%d+)$')
-        local back = math.min(left, tonumber(units) or 0)
+        local back = math.min(left, tonumber(units))
         if back > 0 then
           if give then
             give(back, tonumber(window))
@@ -182,25 +194,27 @@ if lease_key then
     return returned - left
   end
 
-  -- The ledger checked and cleared of long-ended leases at `now` (`lease_entries`), then the leases
-  -- ARGV[10..] closed (`lease_close`, with `give`): the units given back, or nil and the
-  -- CORRUPTSTATE reply of a bad ledger.
-  lease_settle = function(now, give)
-    local _, bad = lease_entries(now)
+  -- The ledger checked and cleared of long-ended leases (`lease_entries`), then the leases ARGV[10..]
+  -- closed (`lease_close`, with `give`): the units given back, or nil and the CORRUPTSTATE reply of a
+  -- bad ledger.
+  lease_settle = function(give)
+    local _, bad = lease_entries()
     if bad then
       return nil, bad
     end
     return lease_close(give)
   end
 
-  -- Records a lease of `units` taken at `now` in `window`, ending at `ends` (µs); returns its id.
-  lease_open = function(now, units, ends, window)
+  -- Records a lease of `units` taken in `window` and lasting `lasts` µs from now (Redis's time);
+  -- returns its id.
+  lease_open = function(units, lasts, window)
     if units <= 0 then
       return ''
     end
+    local now = redis_micros()
     local id = string.format('%d.%d', now, redis.call('HINCRBY', lease_key, 'n', 1))
-    redis.call('HSET', lease_key, id, string.format('%d %d %d', units, ends, window))
-    local keep = math.ceil((ends - now + tonumber(ARGV[8])) / 1000) + 1000
+    redis.call('HSET', lease_key, id, string.format('%d %d %d', units, now + lasts, window))
+    local keep = math.ceil((lasts + tonumber(ARGV[8])) / 1000) + LATE
     if redis.call('PTTL', lease_key) < keep then
       redis.call('PEXPIRE', lease_key, keep)
     end
@@ -244,22 +258,21 @@ local function capacity(configured, round_up)
   return math.max(0, math.min(9007199254740991, math.floor(limit)))
 end
 
+-- The key of window `index`, KEYS[1] being window `keys_from`. With Redis's clock, the client sends
+-- the windows around its own time: a clock more than a window off Redis's raises CLOCKSKEW, an error
+-- that names Redis's time, never a decision on the wrong window.
 local function window_of(keys_from, index)
   local position = index - keys_from + 1
-  local key = KEYS[position]
   if position < 1 or position > state_keys then
-    error('edgelimit: window ' .. index .. ' is outside the keys sent (clocks more than a window apart)')
+    error({err = string.format("CLOCKSKEW Redis's time, %d µs, is more than a window from the caller's", redis_micros())})
   end
-  return key
+  return KEYS[position]
 end
 
 -- Writes `count` (whole, at most 2^53 - 1 in size) to the window counter `key` when it differs from
--- `stored`, keeping the key's expiry, or giving it `ttl_ms` when it has none.
+-- `stored`, to expire in `ttl_ms`.
 local function store_count(key, stored, count, ttl_ms)
   if count ~= nil and count ~= stored then
-    redis.call('SET', key, string.format('%d', count), 'KEEPTTL')
-    if redis.call('PTTL', key) < 0 then
-      redis.call('PEXPIRE', key, ttl_ms)
-    end
+    redis.call('SET', key, string.format('%d', count), 'PX', ttl_ms)
   end
 end

@@ -19,14 +19,16 @@ local ms = math.floor(now / 1000)
 local window = math.floor(ms / window_ms)
 local current_key = window_of(keys_from, window)
 local previous_key = window_of(keys_from, window - 1)
+-- A counter outlives the end of the window after its own, when it stops weighing, by LATE.
+local ttl = (window + 2) * window_ms + LATE - ms
 if lease_key then
   -- A lease's units go back to the window that counted them: the current one, or the previous one,
   -- whose weight then counts only what was admitted in it.
-  local _, bad_ledger = lease_settle(now, function(units, at)
+  local _, bad_ledger = lease_settle(function(units, at)
     local target = (at == window and current_key) or (at == window - 1 and previous_key) or nil
     local held = target and counter(target)
     if held and held > 0 then
-      add_count(target, -math.min(held, units), window_ms * 2 + 1000)
+      add_count(target, -math.min(held, units), ttl - (window - at) * window_ms)
     end
   end)
   if bad_ledger then
@@ -48,18 +50,18 @@ local allowed, extra = 1, 0
 if cost < 0 then
   -- Exact whatever the count: by INCRBY of at most the refund.
   if current > 0 then
-    add_count(current_key, math.max(-current, cost), window_ms * 2 + 1000)
+    add_count(current_key, math.max(-current, cost), ttl)
   end
 elseif cost > limit then
   allowed = 0
 elseif cost > 0 then
   if current + weighted + cost <= limit then
     extra = leased(limit - current - weighted - cost)
-    store_count(current_key, current, current + cost + extra, window_ms * 2 + 1000)
+    store_count(current_key, current, current + cost + extra, ttl)
   else
     allowed = 0
   end
 end
 
-local id = lease_key and lease_open(now, extra, math.min(now + tonumber(ARGV[8]), (window + 1) * window_ms * 1000), window)
+local id = lease_key and lease_open(extra, math.min(tonumber(ARGV[8]), (window + 1) * window_ms * 1000 - now), window)
 return lease_reply({allowed, now, limit, window, current_text, previous_text}, extra, id)

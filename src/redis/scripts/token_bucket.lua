@@ -60,14 +60,15 @@ local function store(written)
     if written < max_tokens then
       full_at = bucket_at + math.ceil((max_tokens - written) / rate) * interval
     end
-    -- A debt may take longer than any expiry Redis keeps: at most 2^53 - 1 ms.
-    redis.call('PEXPIRE', KEYS[1], string.format('%d', math.min(full_at - ms + 1000, 9007199254740991)))
+    -- It outlives the moment it is full again by LATE. A debt may take longer than any expiry Redis
+    -- keeps: at most 2^53 - 1 ms.
+    redis.call('PEXPIRE', KEYS[1], string.format('%d', math.min(full_at - ms + LATE, 9007199254740991)))
   end
 end
 
 if lease_key then
   -- What a closed lease gives back is a refund: never above a full bucket.
-  local back, bad_ledger = lease_settle(now)
+  local back, bad_ledger = lease_settle()
   if bad_ledger then
     return bad_ledger
   end
@@ -99,7 +100,7 @@ end
 if written ~= nil then
   store(written)
 end
-local id = lease_key and lease_open(now, extra, now + tonumber(ARGV[8]), 0)
+local id = lease_key and lease_open(extra, tonumber(ARGV[8]), 0)
 if refilled_at == nil then
   return lease_reply({allowed, now, max_tokens, -1, ''}, extra, id)
 end
