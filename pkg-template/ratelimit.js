@@ -3,13 +3,13 @@
 // place (src/wasm/at_once.rs), and, when the decision needs no I/O, answers in one crossing: the time
 // read here, the numbers read from the limit's slots in that memory, the answer object and its settled
 // Promise made here. Every other call goes to the compiled method.
-import { Ratelimit as CompiledRatelimit, atOnceIdentifier, atOnceSlots, limitAtOnce, limitWritten } from "./edgelimit_bg.js";
+import { Ratelimit as CompiledRatelimit, atOnceIdentifier, atOnceReasons, atOnceSlots, limitAtOnce, limitWritten } from "./edgelimit_bg.js";
 
 /** The `pending` of an answer that leaves no work behind. */
 const SETTLED = Promise.resolve();
 
-/** The reasons of an answer, by the number src/wasm/at_once.rs codes them with. */
-const REASONS = [undefined, "timeout", "cacheBlock", "error", "denyList"];
+/** The reasons of an answer, by the number src/wasm/at_once.rs codes them with (asked once). */
+let reasons;
 
 const ENCODER = new TextEncoder();
 
@@ -69,7 +69,7 @@ export class Ratelimit extends CompiledRatelimit {
     if (this.#slots.length === 0) this.#view();
     const slots = this.#slots;
     const response = { success: (code & 2) !== 0, limit: slots[0], remaining: slots[1], reset: slots[2], pending: SETTLED };
-    if (code > 3) response.reason = REASONS[code >> 2];
+    if (code > 3) response.reason = (reasons ??= atOnceReasons())[code >> 2];
     return response;
   }
 }

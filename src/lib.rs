@@ -59,8 +59,8 @@ mod wasm;
 
 pub use algorithm::{Algorithm, Cost, FixedWindow, Gcra, Policy, SlidingWindow, TokenBucket};
 pub use backend::{
-    Backend, Closing, Events, Guard, Guarded, LeaseBackend, Leased, MemoryBackend, Outcome,
-    ProtectedBackend, Renewal,
+    Ask, Backend, Closing, Decided, Events, Guard, LeaseBackend, MemoryBackend, Outcome,
+    ProtectedBackend, Renewal, Verdict, With,
 };
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;

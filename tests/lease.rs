@@ -90,6 +90,36 @@ async fn concurrent_leasing_instances_never_admit_past_the_limit_and_return_what
     }
 }
 
+/// `store`'s decision of `cost` on `key` under `rule` with `renewal`: the outcome, the units leased and
+/// the lease's id.
+async fn leasing(
+    store: &dyn edgelimit::Backend,
+    key: &str,
+    cost: edgelimit::Cost,
+    rule: Algorithm,
+    renewal: &Renewal,
+) -> Leasing {
+    let ask = edgelimit::Ask {
+        key,
+        cost,
+        rule,
+        limit_key: None,
+        now: store.now_micros(),
+        with: edgelimit::With::Lease(renewal),
+    };
+    match store.decide(&ask).await.unwrap() {
+        edgelimit::Verdict::Leased { outcome, units, id } => Leasing { outcome, units, id },
+        other => panic!("not a lease's answer: {other:?}"),
+    }
+}
+
+/// What [`leasing`] answered.
+struct Leasing {
+    outcome: edgelimit::Outcome,
+    units: u64,
+    id: Box<str>,
+}
+
 #[tokio::test]
 async fn a_hot_identifier_costs_a_fraction_of_a_request_per_decision() {
     let servers = Servers::start();
@@ -207,6 +237,7 @@ async fn closing_a_lease_the_ledger_no_longer_holds_gives_nothing_back() {
     let servers = Servers::start();
     let store = RedisBackend::new(servers.gateway.transport());
     let leases = edgelimit::Backend::leases(&store).unwrap();
+    let store: &dyn edgelimit::Backend = &store;
     for rule in hour_limits(LIMIT) {
         let name = rule.name();
         let key = format!("lease:closed:{name}");
@@ -220,16 +251,13 @@ async fn closing_a_lease_the_ledger_no_longer_holds_gives_nothing_back() {
                 ids: ids.iter().map(|&id| id.into()).collect(),
             },
         };
-        let taken = leases
-            .decide_leasing(key, one, rule, None, &renewal(10, 0.0, &[]))
-            .await
-            .unwrap();
+        let taken = leasing(store, key, one, rule, &renewal(10, 0.0, &[])).await;
         assert_eq!(taken.units, 10, "{name}");
         let id = taken.id.to_string();
         // What is left once `renewal` is closed.
         let peek = |renewal: Renewal| async move {
-            let peeked = leases.decide_leasing(key, edgelimit::Cost::PEEK, rule, None, &renewal);
-            peeked.await.unwrap().outcome.decision.remaining
+            let peeked = leasing(store, key, edgelimit::Cost::PEEK, rule, &renewal).await;
+            peeked.outcome.decision.remaining
         };
         let before = peek(renewal(0, 0.0, &[])).await;
         assert!(before <= (LIMIT - 11) as f64 + 1.0, "{name}: {before}");
@@ -247,10 +275,7 @@ async fn closing_a_lease_the_ledger_no_longer_holds_gives_nothing_back() {
         let reset = peek(renewal(0, 0.0, &[])).await;
         assert_eq!(reset, LIMIT as f64, "{name}");
         // Its holder's return (late, or from a stale copy) finds nothing: no unit is created.
-        let spend = leases
-            .decide_leasing(key, one, rule, None, &renewal(0, 0.0, &[]))
-            .await
-            .unwrap();
+        let spend = leasing(store, key, one, rule, &renewal(0, 0.0, &[])).await;
         assert!(spend.outcome.decision.allowed);
         let returned = peek(renewal(0, 10.0, &[&id])).await;
         assert_eq!(
@@ -259,10 +284,7 @@ async fn closing_a_lease_the_ledger_no_longer_holds_gives_nothing_back() {
             "{name}: a voided lease gives nothing back"
         );
         // A live lease closed twice gives back once, and at most what it took.
-        let taken = leases
-            .decide_leasing(key, one, rule, None, &renewal(5, 0.0, &[]))
-            .await
-            .unwrap();
+        let taken = leasing(store, key, one, rule, &renewal(5, 0.0, &[])).await;
         let id = taken.id.to_string();
         let once = peek(renewal(0, 50.0, &[&id])).await;
         let twice = peek(renewal(0, 50.0, &[&id])).await;
@@ -327,22 +349,13 @@ async fn a_lease_takes_at_most_what_a_window_admits_whatever_credit_the_peer_lef
         .await
         .unwrap();
     let algorithm = Algorithm::from(rule);
-    let leases = edgelimit::Backend::leases(&store).unwrap();
     let renewal = Renewal {
         want: 10,
         ttl: Duration::from_secs(1),
         closing: Closing::default(),
     };
-    let leased = leases
-        .decide_leasing(
-            "lease:credit",
-            algorithm.cost(95.0).unwrap(),
-            algorithm,
-            None,
-            &renewal,
-        )
-        .await
-        .unwrap();
+    let cost = algorithm.cost(95.0).unwrap();
+    let leased = leasing(&store, "lease:credit", cost, algorithm, &renewal).await;
     assert!(leased.outcome.decision.allowed);
     assert_eq!(leased.units, 5, "95 + 5 is what a window of 100 admits");
     let stored = support::command(&servers, &["GET", &key]).await.unwrap();

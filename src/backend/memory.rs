@@ -1,7 +1,7 @@
 //! `MemoryBackend`: per-process state, bounded in size, no Redis needed.
 
-use super::{Backend, Outcome};
-use crate::algorithm::{Algorithm, Cost, State};
+use super::{Ask, Backend, Decided, Outcome, Verdict, With};
+use crate::algorithm::{Algorithm, State};
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
@@ -168,84 +168,58 @@ impl MemoryBackend {
         self.len() == 0
     }
 
-    /// [`Backend::decide`], done at once at `now` (µs since the epoch); a peek only reads.
-    pub fn decide_at(
-        &self,
-        key: &str,
-        cost: Cost,
-        params: Algorithm,
-        limit_key: Option<&str>,
-        now: u64,
-    ) -> Result<Outcome> {
-        let rule = self.rule(key, params, limit_key)?;
-        Ok(
-            self.transition(key, cost, rule, now, |found, decision| Outcome {
-                now,
-                found: found.copied(),
-                rule,
-                decision,
-            }),
-        )
-    }
-
-    /// The decision of [`MemoryBackend::decide_at`] alone, which spares the caller who wants no more
-    /// than that copying the state found and the rule.
-    pub fn decision_at(
-        &self,
-        key: &str,
-        cost: Cost,
-        params: Algorithm,
-        limit_key: Option<&str>,
-        now: u64,
-    ) -> Result<Decision> {
-        let rule = self.rule(key, params, limit_key)?;
-        Ok(self.transition(key, cost, rule, now, |_, decision| decision))
-    }
-
-    /// The algorithm `key` is decided by: `params`, with the limit stored under `limit_key` as its
-    /// capacity if there is one; a key too long for a shard is refused.
-    fn rule(&self, key: &str, params: Algorithm, limit_key: Option<&str>) -> Result<Algorithm> {
-        if key.len() > self.max_key_len {
+    /// `ask` decided here and now: the rule (with a stored dynamic limit as its capacity) applied at
+    /// `ask.now`, the new state stored (a peek only reads). A key too long for a shard is refused.
+    fn decide_here(&self, ask: &Ask<'_>) -> Result<Outcome> {
+        if !matches!(ask.with, With::Nothing) {
+            return Err(Error::Unsupported {
+                what: "deny lists, analytics and leases in the memory backend".to_owned(),
+            });
+        }
+        if ask.key.len() > self.max_key_len {
             return Err(Error::TooLong {
                 field: "key",
-                bytes: key.len(),
+                bytes: ask.key.len(),
                 max: self.max_key_len,
             });
         }
-        match limit_key.and_then(|limit_key| self.stored_limit(limit_key)) {
-            Some(limit) => params.with_capacity(limit),
-            None => Ok(params),
-        }
-    }
-
-    /// `rule` applied to `cost` on `key` at `now`, its new state stored (a peek only reads), and the
-    /// answer `answer` makes of the state found and the decision.
-    fn transition<T>(
-        &self,
-        key: &str,
-        cost: Cost,
-        rule: Algorithm,
-        now: u64,
-        answer: impl FnOnce(Option<&State>, Decision) -> T,
-    ) -> T {
+        let rule = match ask
+            .limit_key
+            .and_then(|limit_key| self.stored_limit(limit_key))
+        {
+            Some(limit) => ask.rule.with_capacity(limit)?,
+            None => ask.rule,
+        };
+        let (key, cost, now) = (ask.key, ask.cost, ask.now);
         let decide = |found: Option<&State>| {
             let transition = rule.apply(found, now, cost);
-            (transition.state, answer(found, transition.decision))
+            let outcome = Outcome {
+                now,
+                found: found.copied(),
+                rule,
+                decision: transition.decision,
+            };
+            (transition.state, outcome)
         };
-        if cost.is_peek() {
+        Ok(if cost.is_peek() {
             self.read(key, now, |found| decide(found).1)
         } else {
             self.update(key, rule, now, decide)
-        }
+        })
     }
 
-    /// [`Backend::acquire`] answered at once, without a future: the state is in this process, so a
-    /// caller that knows its store is a `MemoryBackend` decides synchronously (as with governor's
-    /// `check_key`), and saves the boxed future and its poll.
+    /// [`Backend::acquire`] answered without a future: the state is in this process, so a caller that
+    /// knows its store is a `MemoryBackend` decides synchronously (as with governor's `check_key`).
     pub fn acquire_now(&self, key: &str, cost: f64, params: Algorithm) -> Result<Decision> {
-        let cost = params.cost(cost)?;
-        let now = self.clock.now_micros();
-        self.decision_at(key, cost, params, None, now)
+        let ask = Ask {
+            key,
+            cost: params.cost(cost)?,
+            rule: params,
+            limit_key: None,
+            now: self.clock.now_micros(),
+            with: With::Nothing,
+        };
+        Ok(self.decide_here(&ask)?.decision)
     }
 
     /// [`Backend::reset`], done at once.
@@ -397,38 +371,9 @@ fn nth_smallest(mut values: Vec<u64>, index: usize) -> u64 {
 }
 
 impl Backend for MemoryBackend {
-    fn decide<'a>(
-        &'a self,
-        key: &'a str,
-        cost: Cost,
-        params: Algorithm,
-        limit_key: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Outcome>> {
-        Box::pin(async move {
-            let now = self.clock.now_micros();
-            self.decide_at(key, cost, params, limit_key, now)
-        })
-    }
-
-    /// [`MemoryBackend::acquire_now`], without the default's second future.
-    fn acquire<'a>(
-        &'a self,
-        key: &'a str,
-        cost: f64,
-        params: Algorithm,
-    ) -> BoxFuture<'a, Result<Decision>> {
-        Box::pin(async move { self.acquire_now(key, cost, params) })
-    }
-
-    fn decide_in_process(
-        &self,
-        key: &str,
-        cost: Cost,
-        params: Algorithm,
-        limit_key: Option<&str>,
-        now_micros: u64,
-    ) -> Option<Result<Decision>> {
-        Some(self.decision_at(key, cost, params, limit_key, now_micros))
+    /// Answered at once.
+    fn decide<'a>(&'a self, ask: &Ask<'_>) -> Decided<'a> {
+        Decided::now(self.decide_here(ask).map(Verdict::Decided))
     }
 
     fn reset<'a>(&'a self, key: &'a str, _params: Algorithm) -> BoxFuture<'a, Result<()>> {
@@ -440,6 +385,10 @@ impl Backend for MemoryBackend {
 
     fn backend_name(&self) -> &str {
         "memory"
+    }
+
+    fn now_micros(&self) -> u64 {
+        self.clock.now_micros()
     }
 
     fn dynamic_limit<'a>(&'a self, limit_key: &'a str) -> BoxFuture<'a, Result<Option<u64>>> {

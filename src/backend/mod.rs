@@ -1,15 +1,17 @@
 //! The store seam: where per-key state lives and how it is changed atomically.
 
+mod ask;
 mod lease;
 mod memory;
 mod outcome;
 mod protected;
 
-pub use lease::{Closing, LeaseBackend, Leased, Renewal};
+pub use ask::{Ask, Decided, Verdict, With};
+pub use lease::{Closing, LeaseBackend, Renewal};
 pub use memory::MemoryBackend;
 pub use outcome::Outcome;
 pub(crate) use protected::protected;
-pub use protected::{Events, Guard, Guarded, ProtectedBackend};
+pub use protected::{Events, Guard, ProtectedBackend};
 
 use crate::algorithm::{Algorithm, Cost};
 use crate::decision::Decision;
@@ -23,46 +25,33 @@ use std::time::Duration;
 /// algorithm and writing the result happen without interleaving with other callers on the same key.
 /// That is what makes a limit of N admit at most N under concurrency. The algorithm's parameters travel
 /// with every call, so one store serves limits of any algorithm; [`Backend::reset`] takes them too,
-/// because a store that keeps one key per window must know which keys the algorithm uses. Futures are `Send` natively, not on wasm.
+/// because a store that keeps one key per window must know which keys the algorithm uses. Futures are
+/// `Send` natively, not on wasm.
 ///
-/// A store implements [`Backend::decide`], [`Backend::reset`], [`Backend::backend_name`] and, if it
-/// keeps dynamic limits, [`Backend::dynamic_limit`] and [`Backend::set_dynamic_limit`]; the rest is
-/// built on them, [`Backend::available`] and [`Backend::time_until_available`] on a peek. A store
-/// that also keeps deny lists and analytics events (Redis) offers them through
-/// [`Backend::protected`].
+/// A store implements [`Backend::decide`], [`Backend::reset`], [`Backend::backend_name`],
+/// [`Backend::now_micros`] and, if it keeps dynamic limits, [`Backend::dynamic_limit`] and
+/// [`Backend::set_dynamic_limit`]; the rest is built on them, [`Backend::available`] and
+/// [`Backend::time_until_available`] on a peek. A store that also keeps deny lists and analytics, or
+/// leases (Redis), decides the [`Ask`]s that carry them ([`With`]) and offers the rest of them through
+/// [`Backend::protected`] and [`Backend::leases`].
 pub trait Backend: MaybeSendSync {
-    /// Atomically decides a request of `cost` on `key` under `params`, with the capacity replaced by
-    /// the limit stored under `limit_key` when one is given and set (the dynamic limits of
-    /// `@upstash/ratelimit`). A peek ([`Cost::PEEK`]) writes nothing.
-    fn decide<'a>(
-        &'a self,
-        key: &'a str,
-        cost: Cost,
-        params: Algorithm,
-        limit_key: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Outcome>>;
-
-    /// The decision of [`Backend::decide`] made at once at `now_micros` (the caller's clock, not the
-    /// store's), when the store keeps its state in this process; `None` when it must be asked over the
-    /// network. A caller that can answer without a future uses it (JavaScript then gets a settled
-    /// answer).
-    fn decide_in_process(
-        &self,
-        key: &str,
-        cost: Cost,
-        params: Algorithm,
-        limit_key: Option<&str>,
-        now_micros: u64,
-    ) -> Option<Result<Decision>> {
-        let _ = (key, cost, params, limit_key, now_micros);
-        None
-    }
+    /// Atomically decides `ask`: a request of `ask.cost` on `ask.key` under `ask.rule`, with the
+    /// capacity replaced by the limit stored under `ask.limit_key` when one is given and set (the
+    /// dynamic limits of `@upstash/ratelimit`), and what `ask.with` adds. A peek ([`Cost::PEEK`])
+    /// writes nothing. A store in this process answers at once ([`Decided::Now`]); the answer never
+    /// borrows `ask`. A store without deny lists or leases answers an `ask` that carries them with
+    /// [`Error::Unsupported`].
+    fn decide<'a>(&'a self, ask: &Ask<'_>) -> Decided<'a>;
 
     /// Forgets everything stored for `key`.
     fn reset<'a>(&'a self, key: &'a str, params: Algorithm) -> BoxFuture<'a, Result<()>>;
 
     /// The backend's name, for diagnostics.
     fn backend_name(&self) -> &str;
+
+    /// The store's time, µs since the Unix epoch: the time of the decisions asked without a limit
+    /// ([`Backend::acquire`] and the methods built on it).
+    fn now_micros(&self) -> u64;
 
     /// The limit stored under `limit_key`, if any. The default: dynamic limits are unsupported.
     fn dynamic_limit<'a>(&'a self, limit_key: &'a str) -> BoxFuture<'a, Result<Option<u64>>> {
@@ -132,7 +121,7 @@ pub trait Backend: MaybeSendSync {
     /// What `key` could take now without waiting.
     fn available<'a>(&'a self, key: &'a str, params: Algorithm) -> BoxFuture<'a, Result<f64>> {
         Box::pin(async move {
-            let peek = self.decide(key, Cost::PEEK, params, None).await?;
+            let peek = peek(self, key, params).await?;
             Ok(peek.rule.available(peek.found.as_ref(), peek.now))
         })
     }
@@ -146,13 +135,14 @@ pub trait Backend: MaybeSendSync {
     ) -> BoxFuture<'a, Result<Duration>> {
         Box::pin(async move {
             let cost = params.cost(cost)?;
-            let peek = self.decide(key, Cost::PEEK, params, None).await?;
+            let peek = peek(self, key, params).await?;
             peek.rule.time_until(peek.found.as_ref(), peek.now, cost)
         })
     }
 }
 
-/// `cost` checked for `params`, then decided on `key` (with the dynamic limit under `limit_key`).
+/// `cost` checked for `params`, then decided on `key` (with the dynamic limit under `limit_key`) at
+/// the store's time.
 fn checked_decision<'a, B: Backend + ?Sized>(
     backend: &'a B,
     key: &'a str,
@@ -161,9 +151,29 @@ fn checked_decision<'a, B: Backend + ?Sized>(
     limit_key: Option<&'a str>,
 ) -> BoxFuture<'a, Result<Decision>> {
     Box::pin(async move {
-        let cost = params.cost(cost)?;
-        Ok(backend.decide(key, cost, params, limit_key).await?.decision)
+        let ask = Ask {
+            key,
+            cost: params.cost(cost)?,
+            rule: params,
+            limit_key,
+            now: backend.now_micros(),
+            with: With::Nothing,
+        };
+        Ok(backend.decide(&ask).await?.into_outcome()?.decision)
     })
+}
+
+/// What a peek on `key` finds, at the store's time.
+async fn peek<B: Backend + ?Sized>(backend: &B, key: &str, params: Algorithm) -> Result<Outcome> {
+    let ask = Ask {
+        key,
+        cost: Cost::PEEK,
+        rule: params,
+        limit_key: None,
+        now: backend.now_micros(),
+        with: With::Nothing,
+    };
+    backend.decide(&ask).await?.into_outcome()
 }
 
 fn unsupported_dynamic_limits(backend: &str) -> Error {
@@ -174,25 +184,8 @@ fn unsupported_dynamic_limits(backend: &str) -> Error {
 
 /// A shared store is a store: one `Arc<MemoryBackend>` (or any backend) can serve several limits.
 impl<B: Backend + ?Sized> Backend for std::sync::Arc<B> {
-    fn decide<'a>(
-        &'a self,
-        key: &'a str,
-        cost: Cost,
-        params: Algorithm,
-        limit_key: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Outcome>> {
-        (**self).decide(key, cost, params, limit_key)
-    }
-
-    fn decide_in_process(
-        &self,
-        key: &str,
-        cost: Cost,
-        params: Algorithm,
-        limit_key: Option<&str>,
-        now_micros: u64,
-    ) -> Option<Result<Decision>> {
-        (**self).decide_in_process(key, cost, params, limit_key, now_micros)
+    fn decide<'a>(&'a self, ask: &Ask<'_>) -> Decided<'a> {
+        (**self).decide(ask)
     }
 
     fn reset<'a>(&'a self, key: &'a str, params: Algorithm) -> BoxFuture<'a, Result<()>> {
@@ -201,6 +194,10 @@ impl<B: Backend + ?Sized> Backend for std::sync::Arc<B> {
 
     fn backend_name(&self) -> &str {
         (**self).backend_name()
+    }
+
+    fn now_micros(&self) -> u64 {
+        (**self).now_micros()
     }
 
     fn dynamic_limit<'a>(&'a self, limit_key: &'a str) -> BoxFuture<'a, Result<Option<u64>>> {

@@ -1,27 +1,18 @@
-//! [`ProtectedBackend`]: what a store offers besides the limit for protection — the deny list of
-//! `@upstash/ratelimit` and the analytics events of `@upstash/core-analytics` — reached through
-//! [`Backend::protected`]; [`Guard`], what a decision checks and records with them, and [`Guarded`],
-//! its outcome.
+//! Protection — the deny list of `@upstash/ratelimit` and the analytics events of
+//! `@upstash/core-analytics` — in a store: [`Guard`], what a decision checks and records with them
+//! ([`With::Guard`](super::With::Guard)), and [`ProtectedBackend`], the rest of what a store that keeps
+//! them offers, reached through [`Backend::protected`].
 
-use super::{Backend, Outcome};
-use crate::algorithm::{Algorithm, Cost};
+use super::Backend;
 use crate::error::{Error, Result};
 use crate::maybe_send::BoxFuture;
 
-/// A store that keeps deny lists and analytics events beside the limits (Redis, in the keys of
-/// `@upstash/ratelimit`).
+/// What a store that keeps deny lists and analytics events beside the limits (Redis, in the keys of
+/// `@upstash/ratelimit`) offers besides its decisions, which take [`Guard`]s: a guarded decision looks
+/// the guard's values up in its deny list first (nothing is counted when one is found:
+/// [`Verdict::Denied`](super::Verdict::Denied)) and records its analytics event, in the same atomic
+/// step.
 pub trait ProtectedBackend: Backend {
-    /// [`Backend::decide`], after looking the guard's values up in its deny list (nothing is counted
-    /// when one is found) and recording its analytics event, in the same atomic step.
-    fn decide_guarded<'a>(
-        &'a self,
-        key: &'a str,
-        cost: Cost,
-        params: Algorithm,
-        limit_key: Option<&'a str>,
-        guard: Guard<'a>,
-    ) -> BoxFuture<'a, Result<Guarded>>;
-
     /// Adds 1 to `member` in the sorted set `key` (an analytics event of an answer given without a
     /// decision of the store).
     fn record_event<'a>(&'a self, key: &'a str, member: &'a str) -> BoxFuture<'a, Result<()>>;
@@ -65,17 +56,4 @@ pub struct Events<'a> {
     pub admitted: &'a str,
     /// The member recorded when the limit denies it.
     pub limited: &'a str,
-}
-
-/// What a guarded decision found.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Guarded {
-    /// Values were in the deny list (`true` for each one found, in the order sent); nothing was counted
-    /// or recorded.
-    Denied(Vec<bool>),
-    /// No value was denied: the limit decided.
-    Decided(Outcome),
-    /// The limit decided, but the analytics event could not be recorded (the error says why): the
-    /// decision stands, as a side effect never decides.
-    Unrecorded(Outcome, Error),
 }

@@ -1,10 +1,14 @@
 //! What a limit answers: [`Response`] and [`Remaining`], the [`Reason`] of an answer the algorithm did
 //! not give, the [`FailMode`] that answers outages, and the [`Pending`] work left after an answer.
-//! Shared by [`Ratelimit`](super::Ratelimit) and the multi-region limit.
+//! Shared by [`Ratelimit`](super::Ratelimit) and the multi-region limit; [`Answer`] and [`Limited`],
+//! the whole answer of one decision of [`Ratelimit`](super::Ratelimit), at once or later.
 
 use crate::decision::Decision;
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::maybe_send::BoxFuture;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// Work left after an answer (the backend write of `cachedFixedWindow`, an analytics event, the merge
@@ -114,5 +118,58 @@ pub(crate) fn both(first: Option<Pending>, then: Option<Pending>) -> Option<Pend
             then.await;
         })),
         (first, then) => first.or(then),
+    }
+}
+
+/// The whole answer of one decision of [`Ratelimit`](super::Ratelimit).
+pub struct Answer {
+    /// The answer itself.
+    pub response: Response,
+    /// The value found in the deny list, when [`Reason::DenyList`].
+    pub denied_value: Option<String>,
+    /// Work left after the answer (an analytics event, the write of local counts, a lease's close).
+    pub pending: Option<Pending>,
+}
+
+impl Answer {
+    /// `response`, with nothing else.
+    pub(crate) fn of(response: Response) -> Self {
+        Self {
+            response,
+            denied_value: None,
+            pending: None,
+        }
+    }
+}
+
+/// A decision's [`Answer`]: at once ([`Limited::Now`]) when nothing needed the network (local counts,
+/// a lease, the ephemeral cache, a store in this process), or later. Awaiting it works either way; a
+/// caller that can answer without a future looks at [`Limited::Now`] first.
+pub enum Limited<'a> {
+    /// Answered at once (taken by the first poll).
+    Now(Option<Result<Answer>>),
+    /// Answered when the future completes.
+    Later(BoxFuture<'a, Result<Answer>>),
+}
+
+impl Limited<'_> {
+    /// An answer given at once.
+    pub(crate) fn now(answer: Result<Answer>) -> Self {
+        Self::Now(Some(answer))
+    }
+}
+
+impl Future for Limited<'_> {
+    type Output = Result<Answer>;
+
+    fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            Self::Now(answer) => Poll::Ready(answer.take().unwrap_or_else(|| {
+                Err(Error::Unsupported {
+                    what: "polling an answer given at once after it was taken".to_owned(),
+                })
+            })),
+            Self::Later(future) => future.as_mut().poll(context),
+        }
     }
 }

@@ -1,8 +1,12 @@
 //! `Ratelimit`: a [`Backend`] and the [`Settings`] every limit shares (`settings.rs`: an algorithm, a
 //! key prefix, an ephemeral cache of blocked identifiers, bounded here, dynamic limits, a fail mode for
-//! outages), plus what only the single-store limit has: local counts for `cachedFixedWindow`,
-//! `blockUntilReady`, leases (`lease/`: most decisions on a hot identifier with no round trip), and the
-//! deny list and analytics (`protection/`). Its answers are in `answer.rs`.
+//! outages, one clock), plus what only the single-store limit has: what answers some decisions in this
+//! process ([`Local`]: local counts for `cachedFixedWindow`, or leases, `lease/`), `blockUntilReady`,
+//! and the deny list and analytics (`protection/`). Its answers are in `answer.rs`.
+//!
+//! Every decision takes one path, [`Ratelimit::decide`]: the answers this process can give (a value
+//! remembered as denied, local counts, a lease, the ephemeral cache), then one [`Ask`] of the store,
+//! answered at once by a store in this process and later by one over the network.
 //!
 //! Keys are `<prefix>:<identifier>`, the layout of `@upstash/ratelimit`, so both can share one limit,
 //! or `<prefix>:{<identifier>}` on a Redis Cluster ([`KeyLayout`]).
@@ -16,20 +20,21 @@ mod local_counts;
 mod protection;
 mod settings;
 
-pub use answer::{FailMode, Pending, Reason, Remaining, Response};
+pub use answer::{Answer, FailMode, Limited, Pending, Reason, Remaining, Response};
 pub use ephemeral_cache::{EphemeralCache, DEFAULT_CACHE_BYTES};
 pub use headers::{rate_limit_headers, HeaderOptions, HeaderStyle};
 pub use lease::Lease;
-pub use protection::{analytics, deny_list, Answer, Request};
+pub use protection::{analytics, deny_list, Checks, Request};
 pub(crate) use settings::{with_dynamic_capacity, HasSettings};
 pub use settings::{Configure, Settings, DEFAULT_CACHE_SIZE, DEFAULT_PREFIX};
 
 use crate::algorithm::{Algorithm, Cost};
-use crate::backend::{Backend, Closing, Renewal};
+use crate::backend::{Ask, Backend, Closing, Decided, Outcome, Renewal, Verdict, With};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::identifier::SharedKeys;
 use crate::key_layout::KeyLayout;
+use answer::both;
 use deadline::Deadline;
 use lease::{Leases, Taken};
 use local_counts::LocalCounts;
@@ -37,16 +42,37 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A rate limit applied to identifiers: a backend and its [`Settings`] (set with [`Configure`]), and
-/// optionally local counts (`cachedFixedWindow`), protection and analytics.
+/// A rate limit applied to identifiers: a backend, its [`Settings`] (set with [`Configure`]), what
+/// answers some decisions in this process ([`Local`]), and optionally protection and analytics.
 pub struct Ratelimit {
     backend: Arc<dyn Backend>,
     settings: Settings,
-    local_counts: Option<Arc<LocalCounts>>,
-    /// The leases held, when leasing is on.
-    leases: Option<Arc<Leases>>,
+    local: Local,
     /// The deny list and analytics, off unless enabled.
     protection: protection::Protection,
+}
+
+/// What answers some of a limit's decisions in this process, besides the ephemeral cache: nothing
+/// (every decision asks the store), local counts (`cachedFixedWindow`: answered at once, written in
+/// the pending work), or leases (units reserved in the store and spent here). One at most; the deny
+/// list goes with neither, and analytics not with leases ([`Ratelimit::check_local`]).
+enum Local {
+    Store,
+    Counts(Arc<LocalCounts>),
+    Leases(Arc<Leases>),
+}
+
+/// What one decision carries from its start to its answer: its key, cost and time (the limit's one
+/// clock, read once), the checks of protection, and what it asked of the store besides deciding.
+struct Asking<'a> {
+    key: &'a str,
+    cost: Cost,
+    now: u64,
+    checks: Checks<'a>,
+    /// The analytics events' key of the hour, when analytics is on.
+    events_key: Option<String>,
+    /// The lease to close and the units to reserve, with leases.
+    renewal: Option<Renewal>,
 }
 
 impl HasSettings for Ratelimit {
@@ -73,8 +99,7 @@ impl Ratelimit {
         Self {
             backend,
             settings,
-            local_counts: None,
-            leases: None,
+            local: Local::Store,
             protection: protection::Protection::default(),
         }
     }
@@ -85,10 +110,6 @@ impl Ratelimit {
     /// a round trip per request but trades exactness across processes: each process admits against its
     /// own view, so a fleet may admit more than the limit until the writes land. Fixed window only.
     pub fn with_local_counts(mut self, max_entries: usize) -> Result<Self> {
-        protection::check_local_counts(self.protection.protects())?;
-        if self.leases.is_some() {
-            return Err(leases_with("local counts"));
-        }
         let Algorithm::FixedWindow(rule) = self.settings.algorithm else {
             return Err(Error::Unsupported {
                 what: format!(
@@ -97,7 +118,9 @@ impl Ratelimit {
                 ),
             });
         };
-        self.local_counts = Some(Arc::new(LocalCounts::new(rule, max_entries)));
+        let local = Local::Counts(Arc::new(LocalCounts::new(rule, max_entries)));
+        Self::check_local(&self.local, &local, &self.protection)?;
+        self.local = local;
         Ok(self)
     }
 
@@ -108,11 +131,9 @@ impl Ratelimit {
     ///
     /// Fails with [`Error::InvalidParameter`] naming `tokens` (0, or more than the limit) or `ttl`
     /// (not a positive whole number of milliseconds, or longer than the algorithm's window), and with
-    /// [`Error::Unsupported`] for a store without leases (the memory store), local counts,
-    /// protection or dynamic limits: a lease is spent with no request, so it could not obey a pause
-    /// or a lower limit set meanwhile (by any instance) until it ends. Analytics or dynamic limits
-    /// turned on later turn leasing off: each decision then records its event, or reads the limit,
-    /// in Redis.
+    /// [`Error::Unsupported`] for a store without leases (the memory store), local counts, protection
+    /// or dynamic limits, which a lease spent with no request could not obey at once. Analytics or
+    /// dynamic limits turned on later turn leasing off: each decision then goes to Redis.
     pub fn with_lease(mut self, lease: Lease) -> Result<Self> {
         let lease = lease.checked(&self.settings.algorithm)?;
         if self.backend.leases().is_none() {
@@ -120,40 +141,78 @@ impl Ratelimit {
                 what: format!("leases in the {} store", self.backend.backend_name()),
             });
         }
-        if self.local_counts.is_some() {
-            return Err(leases_with("local counts"));
-        }
         if self.settings.limit_key().is_some() {
             return Err(leases_with("dynamic limits"));
         }
-        if self.protection.active() {
-            return Err(leases_with("protection"));
-        }
-        self.leases = Some(Arc::new(Leases::new(lease, DEFAULT_CACHE_SIZE)));
+        let local = Local::Leases(Arc::new(Leases::new(lease, DEFAULT_CACHE_SIZE)));
+        Self::check_local(&self.local, &local, &self.protection)?;
+        self.local = local;
         Ok(self)
     }
 
-    /// Whether this limit leases (see [`Ratelimit::with_lease`]).
-    pub(crate) fn leases(&self) -> bool {
-        self.leases.is_some()
+    /// Whether `local` may replace `current` beside `protection`: local counts and leases exclude each
+    /// other, and the deny list (checked by the store on each request) excludes both; analytics
+    /// excludes leases (each decision records its event in the store).
+    fn check_local(
+        current: &Local,
+        local: &Local,
+        protection: &protection::Protection,
+    ) -> Result<()> {
+        match (current, local) {
+            (Local::Counts(_), Local::Leases(_)) | (Local::Leases(_), Local::Counts(_)) => {
+                return Err(leases_with("local counts"))
+            }
+            _ => {}
+        }
+        match local {
+            Local::Store => Ok(()),
+            Local::Counts(_) => protection::check_local_counts(protection.protects()),
+            Local::Leases(_) if protection.active() => Err(leases_with("protection")),
+            Local::Leases(_) => Ok(()),
+        }
+    }
+
+    /// The leases, when this limit leases (see [`Ratelimit::with_lease`]) and nothing turned it off
+    /// since: analytics, or dynamic limits.
+    fn leases(&self) -> Option<&Arc<Leases>> {
+        match &self.local {
+            Local::Leases(leases)
+                if !self.protection.active() && self.settings.limit_key().is_none() =>
+            {
+                Some(leases)
+            }
+            _ => None,
+        }
+    }
+
+    /// The local counts, when this limit keeps them (see [`Ratelimit::with_local_counts`]).
+    fn counts(&self) -> Option<&Arc<LocalCounts>> {
+        match &self.local {
+            Local::Counts(counts) => Some(counts),
+            _ => None,
+        }
     }
 
     /// How many identifiers the leases know now (held or being watched for their rate).
     pub fn leased_identifiers(&self) -> usize {
-        self.leases.as_ref().map_or(0, |leases| leases.len())
+        match &self.local {
+            Local::Leases(leases) => leases.len(),
+            _ => 0,
+        }
     }
 
     /// Ends every lease this limit holds: the returned work closes them, one after the other, giving
     /// their unused units back to the store (hand it to `waitUntil`, or await it before an instance
     /// stops).
     pub fn return_leases(&self) -> Pending {
-        let returns: Vec<_> = self.leases.as_ref().map_or_else(Vec::new, |leases| {
-            leases
+        let returns: Vec<_> = match &self.local {
+            Local::Leases(leases) => leases
                 .end_all()
                 .into_iter()
                 .map(|(key, closing)| self.give_back(key.into(), closing))
-                .collect()
-        });
+                .collect(),
+            _ => Vec::new(),
+        };
         // One after the other: it runs after the answers (in `waitUntil`), for the few identifiers
         // an instance leases.
         Box::pin(async move {
@@ -165,7 +224,7 @@ impl Ratelimit {
 
     /// How many identifiers the local counts hold now.
     pub fn counted_identifiers(&self) -> usize {
-        self.local_counts.as_ref().map_or(0, |counts| counts.len())
+        self.counts().map_or(0, |counts| counts.len())
     }
 
     /// Takes `rate` from `identifier`'s limit (1 is one request; a negative rate refunds, zero peeks),
@@ -183,8 +242,8 @@ impl Ratelimit {
         Ok(response)
     }
 
-    /// [`Ratelimit::limit`], returning the work left after the answer instead of awaiting it (only local
-    /// counts leave any), so that the answer comes first.
+    /// [`Ratelimit::limit`], returning the work left after the answer instead of awaiting it, so that
+    /// the answer comes first.
     pub async fn limit_with_pending(
         &self,
         identifier: &str,
@@ -199,212 +258,237 @@ impl Ratelimit {
         }
         let key = self.key(identifier)?;
         let cost = self.settings.cost(rate)?;
-        let leasing = rate > 0.0 && self.settings.limit_key().is_none();
-        if let Some(leases) = self.leases.as_ref().filter(|_| leasing) {
-            return self.leased(key, cost, leases).await;
-        }
-        // The clock is read only for the local caches (each read is a call into JavaScript on wasm),
-        // or below, for an answer of the fail mode.
-        let cached_now = (self.local_counts.is_some() || self.settings.cache.is_some())
-            .then(|| self.settings.clock.now_micros());
-        let now_micros = cached_now.unwrap_or_default();
-        let now_ms = now_micros / 1_000;
-
-        if let Some(answer) = self.local_answer(&key, cost, now_micros) {
-            return Ok(answer);
-        }
-        if let Some(block) = self.cached_block(&key, rate, now_ms) {
-            return Ok((block, None));
-        }
-
-        if let Some(counts) = &self.local_counts {
-            let window = counts.window(now_micros);
-            counts.sending(&key, window, rate, self.settings.algorithm.capacity());
-        }
-        match self.decide(&key, cost).await {
-            Ok(decision) => {
-                self.learn(&key, rate, &decision, now_micros);
-                Ok((Response::decided(decision), None))
-            }
-            Err(error) => {
-                if let Some(counts) = &self.local_counts {
-                    counts.remove(&key); // nothing learnt: the backend is asked next time
-                }
-                let now_micros = cached_now.unwrap_or_else(|| self.settings.clock.now_micros());
-                let response = self.settings.failed(error, now_micros / 1_000)?;
-                Ok((response, None))
-            }
-        }
+        let now = self.settings.clock.now_micros();
+        let answer = self.decide(&key, cost, now, Checks::default()).await?;
+        Ok((answer.response, answer.pending))
     }
 
-    /// [`Ratelimit::limit`] answered at once at `now_micros` (the caller's clock), when no I/O is
-    /// needed and no work is left: a store in this process (or an ephemeral cache that knows the
-    /// denial), without protection, leases or local counts. `None` when the answer needs
-    /// [`Ratelimit::limit`]. `key` is scratch space for the identifier's key, kept by the caller
-    /// between calls to spare an allocation per decision. The JavaScript package answers such
-    /// decisions without a future.
-    pub fn limit_at_once(
-        &self,
-        identifier: &str,
-        rate: f64,
-        now_micros: u64,
-        key: &mut String,
-    ) -> Option<Result<Response>> {
-        if !self.answers_at_once() {
-            return None;
-        }
-        if let Err(error) = self.write_key(identifier, key) {
-            return Some(Err(error));
-        }
-        self.decide_at_once(key, rate, now_micros)
-    }
-
-    /// Writes what every key of this limit starts with into `key`, for
-    /// [`Ratelimit::limit_key_at_once`].
+    /// Writes what every key of this limit starts with into `key`, for [`Ratelimit::decide_key`].
     pub fn write_key_head(&self, key: &mut String) {
         self.settings.write_key_head(key);
     }
 
-    /// [`Ratelimit::limit_at_once`] on a `key` holding its head ([`Ratelimit::write_key_head`], its
-    /// first `head` bytes) and then the identifier, which spares writing the prefix per decision.
-    /// `None` also when `head` does not end at a character of `key`.
-    pub fn limit_key_at_once(
-        &self,
-        key: &mut String,
+    /// [`Ratelimit::decide`] on a `key` holding its head ([`Ratelimit::write_key_head`], its first
+    /// `head` bytes) and then the identifier, which spares writing the prefix per decision: the
+    /// identifier is checked and the key ended first. `None` when `head` does not end at a character
+    /// of `key`.
+    pub fn decide_key<'a>(
+        &'a self,
+        key: &'a mut String,
         head: usize,
-        rate: f64,
-        now_micros: u64,
-    ) -> Option<Result<Response>> {
-        if !self.answers_at_once() {
-            return None;
-        }
-        if let Err(error) = self.settings.end_key(key, head, self.shared_keys())? {
-            return Some(Err(error));
-        }
-        self.decide_at_once(key, rate, now_micros)
+        cost: f64,
+        now: u64,
+    ) -> Option<Limited<'a>> {
+        let ended = self.settings.end_key(key, head, self.shared_keys())?;
+        let key: &'a String = key;
+        Some(match ended.and_then(|()| self.settings.cost(cost)) {
+            Ok(cost) => self.decide(key, cost, now, Checks::default()),
+            Err(error) => Limited::now(Err(error)),
+        })
     }
 
-    /// Whether [`Ratelimit::limit_at_once`] can answer: nothing the decision needs I/O or leaves work
-    /// for but the store, which may still say it is not in this process.
-    fn answers_at_once(&self) -> bool {
+    /// Whether every answer of [`Ratelimit::decide`] without checks comes at once and leaves no work
+    /// when the store answers at once (a store in this process): no local counts, leases or
+    /// protection, and no dynamic limit to read before the decision (a Redis Cluster's). A caller
+    /// that answers without a future (the JavaScript package) asks this once.
+    pub fn answers_at_once(&self) -> bool {
         let rule_read_first =
             self.applied_limit_key().is_some() && self.settings.key_layout == KeyLayout::Cluster;
-        !(self.protection.active()
-            || self.leases.is_some()
-            || self.local_counts.is_some()
-            || rule_read_first) // the rule needs the stored limit read first (`decision_rule`)
+        matches!(self.local, Local::Store) && !self.protection.active() && !rule_read_first
     }
 
-    /// The decision of [`Ratelimit::limit_at_once`] on the base key `key`.
-    fn decide_at_once(&self, key: &str, rate: f64, now_micros: u64) -> Option<Result<Response>> {
-        let cost = match self.settings.cost(rate) {
-            Ok(cost) => cost,
-            Err(error) => return Some(Err(error)),
-        };
-        if let Some(block) = self.cached_block(key, rate, now_micros / 1_000) {
-            return Some(Ok(block));
+    /// The one decision of this limit: `cost` on `key` at `now` (µs, this limit's clock), with the
+    /// `checks` of protection. Answered at once when this process can: a value remembered as denied,
+    /// local counts, a lease, the ephemeral cache, or a store in this process; else when the store
+    /// answers. A store's outage is answered as the fail mode says.
+    pub fn decide<'a>(
+        &'a self,
+        key: &'a str,
+        cost: Cost,
+        now: u64,
+        checks: Checks<'a>,
+    ) -> Limited<'a> {
+        let now_ms = now / 1_000;
+        if let Some(index) =
+            (self.protection.denied_values()).and_then(|denied| denied.find(checks.values, now_ms))
+        {
+            return Limited::now(Ok(protection::denied(checks.values[index].clone())));
         }
-        let decided = self.backend.decide_in_process(
+        let mut asking = Asking {
             key,
             cost,
-            self.settings.algorithm,
-            self.applied_limit_key(),
-            now_micros,
-        )?;
-        Some(match decided {
-            Ok(decision) => {
-                self.learn(key, rate, &decision, now_micros);
-                Ok(Response::decided(decision))
+            now,
+            checks,
+            events_key: checks
+                .members
+                .map(|_| analytics::events_key(self.settings.prefix(), now_ms)),
+            renewal: None,
+        };
+        if let Some(counts) = self.counts() {
+            if let Some((response, write)) = self.local_answer(counts, key, cost, now) {
+                let pending = both(write, self.event(&asking, response.success));
+                return Limited::now(Ok(Answer {
+                    pending,
+                    ..Answer::of(response)
+                }));
             }
-            Err(error) => self.settings.failed(error, now_micros / 1_000),
-        })
+        }
+        if let Some(leases) = self.leases().filter(|_| cost.get() > 0.0) {
+            let capacity = self.settings.algorithm.capacity();
+            match leases.take(key, cost.get(), capacity, now) {
+                Taken::Answered(response) => return Limited::now(Ok(Answer::of(response))),
+                Taken::Ask { want, closing } => {
+                    asking.renewal = Some(Renewal {
+                        want,
+                        ttl: leases.ttl(),
+                        closing,
+                    });
+                }
+            }
+        }
+        if let Some(block) = self.cached_block(key, cost, now_ms) {
+            let closing = asking.renewal.take().map(|renewal| renewal.closing);
+            let give_back = closing
+                .filter(|closing| !closing.ids.is_empty())
+                .map(|closing| self.give_back(key.to_owned(), closing));
+            let pending = both(give_back, self.event(&asking, false));
+            return Limited::now(Ok(Answer {
+                pending,
+                ..Answer::of(block)
+            }));
+        }
+        if let Some(counts) = self.counts() {
+            let window = counts.window(now);
+            counts.sending(key, window, cost.get(), self.settings.algorithm.capacity());
+        }
+        let cluster = self.settings.key_layout == KeyLayout::Cluster;
+        if cluster && self.protection.active() {
+            return Limited::Later(Box::pin(self.limit_beside(asking)));
+        }
+        if cluster && self.applied_limit_key().is_some() {
+            return Limited::Later(Box::pin(async move {
+                match self.decision_rule().await {
+                    Ok((rule, limit_key)) => self.ask(asking, rule, limit_key).await,
+                    Err(error) => self.failed(&asking, error),
+                }
+            }));
+        }
+        self.ask(asking, self.settings.algorithm, self.applied_limit_key())
     }
 
-    /// The answer to a positive `cost` on `key` with leases: from `key`'s lease when it holds enough,
-    /// else from the store, which closes the lease that expired or ran short in the same call and
-    /// reserves a new one when `key` is hot; the work returned closes a lease that could not be kept.
-    async fn leased(
-        &self,
-        key: String,
-        cost: Cost,
-        leases: &Leases,
-    ) -> Result<(Response, Option<Pending>)> {
-        let capacity = self.settings.algorithm.capacity();
-        let now = self.settings.clock.now_micros();
-        let (want, closing) = match leases.take(&key, cost.get(), capacity, now) {
-            Taken::Answered(response) => return Ok((response, None)),
-            Taken::Ask { want, closing } => (want, closing),
+    /// The store's decision of `asking` under `rule` (with the dynamic limit under `limit_key`), with
+    /// the guard of protection or the lease it carries, and its answer.
+    fn ask<'a>(
+        &'a self,
+        asking: Asking<'a>,
+        rule: Algorithm,
+        limit_key: Option<&'a str>,
+    ) -> Limited<'a> {
+        let deny_key =
+            (self.protection.protects()).then(|| deny_list::all_key(self.settings.prefix()));
+        let with = match (&asking.renewal, self.protection.active()) {
+            (Some(renewal), _) if renewal.want > 0 || !renewal.closing.ids.is_empty() => {
+                With::Lease(renewal)
+            }
+            (_, true) => With::Guard(protection::guard(
+                deny_key.as_deref(),
+                &asking.checks,
+                asking.events_key.as_deref(),
+            )),
+            _ => With::Nothing,
         };
-        if let Some(block) = self.cached_block(&key, cost.get(), now / 1_000) {
-            let pending = (!closing.ids.is_empty()).then(|| self.give_back(key.clone(), closing));
-            return Ok((block, pending));
+        let ask = Ask {
+            key: asking.key,
+            cost: asking.cost,
+            rule,
+            limit_key,
+            now: asking.now,
+            with,
+        };
+        match self.backend.decide(&ask) {
+            Decided::Now(verdict) => Limited::now(self.answered(
+                asking,
+                verdict.unwrap_or_else(|| {
+                    Err(Error::Unsupported {
+                        what: "an answer given at once, taken".to_owned(),
+                    })
+                }),
+            )),
+            Decided::Later(verdict) => {
+                Limited::Later(Box::pin(
+                    async move { self.answered(asking, verdict.await) },
+                ))
+            }
         }
-        let decided = if want == 0 && closing.ids.is_empty() {
-            self.decide(&key, cost)
-                .await
-                .map(|decision| (decision, 0, "".into(), 0))
-        } else {
-            let renewal = Renewal {
-                want,
-                ttl: leases.ttl(),
-                closing,
-            };
-            self.decide_leasing(&key, cost, &renewal).await
-        };
-        match decided {
-            Ok((decision, units, id, store_now)) => {
-                let mut response = Response::decided(decision);
-                let mut pending = None;
-                if units > 0 {
-                    response.remaining += units as f64;
-                    let window_end = match self.settings.algorithm {
-                        Algorithm::FixedWindow(_) | Algorithm::SlidingWindow(_) => {
-                            Some(decision.reset)
-                        }
-                        Algorithm::TokenBucket(_) | Algorithm::Gcra(_) => None,
-                    };
-                    let back =
-                        leases.granted(&key, units, id, now, &decision, store_now, window_end);
-                    pending = back.map(|closing| self.give_back(key.clone(), closing));
-                }
-                self.learn(&key, cost.get(), &decision, now);
-                Ok((response, pending))
+    }
+
+    /// The answer of the store's `verdict` on `asking`: what the local caches keep of it, the lease it
+    /// reserved, the value a deny list found, or the fail mode's answer to an outage.
+    fn answered(&self, asking: Asking<'_>, verdict: Result<Verdict>) -> Result<Answer> {
+        let (key, now) = (asking.key, asking.now);
+        let outcome = match verdict {
+            Ok(Verdict::Decided(outcome)) => outcome,
+            Ok(Verdict::Unrecorded(outcome, error)) => {
+                self.protection.unrecorded(&error);
+                outcome
+            }
+            Ok(Verdict::Denied(found)) => {
+                return Ok(self
+                    .protection
+                    .denied_found(asking.checks.values, &found, now / 1_000));
+            }
+            Ok(Verdict::Leased { outcome, units, id }) => {
+                return Ok(self.leased(&asking, &outcome, units, id));
             }
             Err(error) => {
-                let now_ms = self.settings.clock.now_micros() / 1_000;
-                Ok((self.settings.failed(error, now_ms)?, None))
+                if let Some(counts) = self.counts() {
+                    counts.remove(key); // nothing learnt: the backend is asked next time
+                }
+                return self.failed(&asking, error);
             }
+        };
+        self.learn(key, asking.cost, &outcome.decision, now);
+        Ok(Answer::of(Response::decided(outcome.decision)))
+    }
+
+    /// The answer of a decision that reserved `units` for the lease `id`: they are kept to answer the
+    /// next requests, and a lease that could not be kept is closed in the pending work.
+    fn leased(&self, asking: &Asking<'_>, outcome: &Outcome, units: u64, id: Box<str>) -> Answer {
+        let (key, now, decision) = (asking.key, asking.now, &outcome.decision);
+        let mut response = Response::decided(*decision);
+        let mut pending = None;
+        if let (Some(leases), true) = (self.leases(), units > 0) {
+            response.remaining += units as f64;
+            let window_end = match self.settings.algorithm {
+                Algorithm::FixedWindow(_) | Algorithm::SlidingWindow(_) => Some(decision.reset),
+                Algorithm::TokenBucket(_) | Algorithm::Gcra(_) => None,
+            };
+            let back = leases.granted(key, units, id, now, decision, outcome.now, window_end);
+            pending = back.map(|closing| self.give_back(key.to_owned(), closing));
+        }
+        self.learn(key, asking.cost, decision, now);
+        Answer {
+            pending,
+            ..Answer::of(response)
         }
     }
 
-    /// The store's decision of `cost` on `key` closing and reserving leases as `renewal` says: the
-    /// decision (counting the units reserved as used), the units reserved, the lease's id and the
-    /// store's time of the decision (µs). A lease closed by a call that fails stays used until it
-    /// ends (the ledger then drops it): never an admission too many.
-    async fn decide_leasing(
-        &self,
-        key: &str,
-        cost: Cost,
-        renewal: &Renewal,
-    ) -> Result<(Decision, u64, Box<str>, u64)> {
-        let (rule, limit_key) = self.decision_rule().await?;
-        let store = self.lease_store()?;
-        let leased = store
-            .decide_leasing(key, cost, rule, limit_key, renewal)
-            .await?;
-        Ok((
-            leased.outcome.decision,
-            leased.units,
-            leased.id,
-            leased.outcome.now,
-        ))
+    /// The fail mode's answer to the outage `error` of `asking`'s decision, with its analytics event
+    /// in the pending work; any other error is returned as it is.
+    fn failed(&self, asking: &Asking<'_>, error: Error) -> Result<Answer> {
+        let now_ms = self.settings.clock.now_micros() / 1_000;
+        let response = self.settings.failed(error, now_ms)?;
+        Ok(Answer {
+            pending: self.event(asking, response.success),
+            ..Answer::of(response)
+        })
     }
 
-    /// The store's leases.
-    fn lease_store(&self) -> Result<&dyn crate::backend::LeaseBackend> {
-        self.backend.leases().ok_or_else(|| Error::Unsupported {
-            what: format!("leases in the {} store", self.backend.backend_name()),
-        })
+    /// The analytics event of an answer given without the store's decision (`success` or not),
+    /// written in the pending work, when analytics is on.
+    fn event(&self, asking: &Asking<'_>, success: bool) -> Option<Pending> {
+        let (key, members) = (asking.events_key.clone()?, asking.checks.members?);
+        Some(self.record(key, members.of(success).to_owned()))
     }
 
     /// The work closing the leases of `closing` on `key`, giving their unused units back. A close
@@ -413,49 +497,51 @@ impl Ratelimit {
     fn give_back(&self, key: String, closing: Closing) -> Pending {
         let backend = Arc::clone(&self.backend);
         let algorithm = self.settings.algorithm;
-        let ttl = self
-            .leases
-            .as_ref()
-            .map_or(Duration::ZERO, |leases| leases.ttl());
+        let clock = Arc::clone(&self.settings.clock);
+        let ttl = match &self.local {
+            Local::Leases(leases) => leases.ttl(),
+            _ => Duration::ZERO,
+        };
         let limit_key = match self.settings.key_layout {
             KeyLayout::Cluster => None,
             KeyLayout::Upstash => self.applied_limit_key().map(str::to_owned),
         };
         Box::pin(async move {
-            if let Some(store) = backend.leases() {
-                let renewal = Renewal {
-                    want: 0,
-                    ttl,
-                    closing,
-                };
-                let closed = store.decide_leasing(
-                    &key,
-                    Cost::PEEK,
-                    algorithm,
-                    limit_key.as_deref(),
-                    &renewal,
-                );
-                // A failed close only withholds units until they expire (see above).
-                let _ = closed.await;
-            }
+            let renewal = Renewal {
+                want: 0,
+                ttl,
+                closing,
+            };
+            let ask = Ask {
+                key: &key,
+                cost: Cost::PEEK,
+                rule: algorithm,
+                limit_key: limit_key.as_deref(),
+                now: clock.now_micros(),
+                with: With::Lease(&renewal),
+            };
+            // A failed close only withholds units until they expire (see above).
+            let _ = backend.decide(&ask).await;
         })
     }
 
-    /// The ephemeral cache's answer when it knows that `rate` on `key` is denied at `now_ms`; a refund
+    /// The ephemeral cache's answer when it knows that `cost` on `key` is denied at `now_ms`; a refund
     /// forgets what it knows of `key`.
-    fn cached_block(&self, key: &str, rate: f64, now_ms: u64) -> Option<Response> {
-        self.settings.cache.as_ref()?.answer(key, rate, now_ms)
+    fn cached_block(&self, key: &str, cost: Cost, now_ms: u64) -> Option<Response> {
+        self.settings
+            .cache
+            .as_ref()?
+            .answer(key, cost.get(), now_ms)
     }
 
-    /// Keeps what the backend's `decision` on `key` says for the local caches: the count of local
-    /// counts, or the block of a denial in the ephemeral cache.
-    fn learn(&self, key: &str, rate: f64, decision: &Decision, now_micros: u64) {
-        let now_ms = now_micros / 1_000;
-        if let Some(counts) = &self.local_counts {
-            let window = counts.window(now_micros);
-            counts.answered(key, window, rate, used(decision), decision.limit);
+    /// Keeps what the backend's `decision` on `key` at `now` (µs) says for the local caches: the count
+    /// of local counts, or the block of a denial in the ephemeral cache.
+    fn learn(&self, key: &str, cost: Cost, decision: &Decision, now: u64) {
+        if let Some(counts) = self.counts() {
+            let window = counts.window(now);
+            counts.answered(key, window, cost.get(), used(decision), decision.limit);
         } else if let Some(cache) = &self.settings.cache {
-            cache.learn(key, rate, decision, now_ms);
+            cache.learn(key, cost.get(), decision, now / 1_000);
         }
     }
 
@@ -487,9 +573,9 @@ impl Ratelimit {
     /// errors here.
     pub async fn get_remaining(&self, identifier: &str) -> Result<Remaining> {
         let key = self.key(identifier)?;
-        let now_micros = self.settings.clock.now_micros();
-        if let Some(counts) = &self.local_counts {
-            let window = counts.window(now_micros);
+        let now = self.settings.clock.now_micros();
+        if let Some(counts) = self.counts() {
+            let window = counts.window(now);
             if let Some(count) = counts.peek(&key, window) {
                 return Ok(Remaining {
                     remaining: count.limit.saturating_sub(count.used) as f64,
@@ -498,11 +584,8 @@ impl Ratelimit {
                 });
             }
         }
-        let decision = self.decide(&key, Cost::PEEK).await?;
-        let own = self
-            .leases
-            .as_ref()
-            .map_or(0.0, |leases| leases.held(&key, now_micros));
+        let decision = self.store_decision(&key, Cost::PEEK, now).await?;
+        let own = self.leases().map_or(0.0, |leases| leases.held(&key, now));
         Ok(Remaining {
             remaining: decision.remaining + own,
             reset: decision.reset,
@@ -516,13 +599,15 @@ impl Ratelimit {
         if let Some(cache) = &self.settings.cache {
             cache.remove(&key);
         }
-        if let Some(counts) = &self.local_counts {
+        if let Some(counts) = self.counts() {
             counts.remove(&key);
         }
-        if let Some(leases) = &self.leases {
+        if let Local::Leases(leases) = &self.local {
             let voided = leases.void(&key);
             let (rule, limit_key) = self.decision_rule().await?;
-            let store = self.lease_store()?;
+            let store = self.backend.leases().ok_or_else(|| Error::Unsupported {
+                what: format!("leases in the {} store", self.backend.backend_name()),
+            })?;
             return store
                 .reset_leases(&key, rule, limit_key, leases.ttl(), &voided)
                 .await;
@@ -553,14 +638,22 @@ impl Ratelimit {
     fn applied_limit_key(&self) -> Option<&str> {
         self.settings
             .limit_key()
-            .filter(|_| self.local_counts.is_none())
+            .filter(|_| self.counts().is_none())
     }
 
-    /// The backend's decision, through the dynamic limit when enabled.
-    async fn decide(&self, key: &str, cost: Cost) -> Result<Decision> {
+    /// The store's decision of `cost` on `key` at `now`, through the dynamic limit when enabled, with
+    /// nothing beside it: for a peek, and for the write of local counts.
+    async fn store_decision(&self, key: &str, cost: Cost, now: u64) -> Result<Decision> {
         let (rule, limit_key) = self.decision_rule().await?;
-        let outcome = self.backend.decide(key, cost, rule, limit_key).await?;
-        Ok(outcome.decision)
+        let ask = Ask {
+            key,
+            cost,
+            rule,
+            limit_key,
+            now,
+            with: With::Nothing,
+        };
+        Ok(self.backend.decide(&ask).await?.into_outcome()?.decision)
     }
 
     /// The rule a decision applies and the dynamic limit key its script reads. A script on a Redis
@@ -587,12 +680,12 @@ impl Ratelimit {
     /// is written to the backend by the [`Pending`] work returned with it.
     fn local_answer(
         &self,
+        counts: &Arc<LocalCounts>,
         key: &str,
         cost: Cost,
-        now_micros: u64,
+        now: u64,
     ) -> Option<(Response, Option<Pending>)> {
-        let counts = self.local_counts.as_ref()?;
-        let window = counts.window(now_micros);
+        let window = counts.window(now);
         let taken = counts.take(key, window, cost.get())?;
         let reset = counts.window_end(window);
         let response = Response {
@@ -603,7 +696,7 @@ impl Ratelimit {
             retry_after: Some(if taken.allowed {
                 Duration::ZERO
             } else {
-                Duration::from_micros((reset * 1_000).saturating_sub(now_micros))
+                Duration::from_micros((reset * 1_000).saturating_sub(now))
             }),
             reason: None,
         };
@@ -612,14 +705,18 @@ impl Ratelimit {
         }
         let backend = Arc::clone(&self.backend);
         let counts = Arc::clone(counts);
-        let algorithm = self.settings.algorithm;
-        let limit_key = self.applied_limit_key().map(str::to_owned);
+        let rule = self.settings.algorithm;
         let key = key.to_owned();
         let write: Pending = Box::pin(async move {
-            match backend
-                .decide(&key, cost, algorithm, limit_key.as_deref())
-                .await
-            {
+            let ask = Ask {
+                key: &key,
+                cost,
+                rule,
+                limit_key: None,
+                now,
+                with: With::Nothing,
+            };
+            match backend.decide(&ask).await.and_then(Verdict::into_outcome) {
                 Ok(outcome) => {
                     let decision = outcome.decision;
                     counts.answered(&key, window, cost.get(), used(&decision), decision.limit);
@@ -635,13 +732,9 @@ impl Ratelimit {
     /// deny list and analytics share when they are on.
     fn key(&self, identifier: &str) -> Result<String> {
         let mut key = String::new();
-        self.write_key(identifier, &mut key)?;
+        self.settings
+            .write_key(identifier, self.shared_keys(), &mut key)?;
         Ok(key)
-    }
-
-    /// [`Ratelimit::key`] written into `key`, replacing what it held.
-    fn write_key(&self, identifier: &str, key: &mut String) -> Result<()> {
-        self.settings.write_key(identifier, self.shared_keys(), key)
     }
 
     /// The keys the deny list and analytics share between every identifier, when they are on.
@@ -655,8 +748,8 @@ impl Ratelimit {
 }
 
 /// The error of leases configured with `other`, which they cannot go with: local counts answer
-/// without Redis in their own way, and protection's deny list is checked by the store on each
-/// request.
+/// without Redis in their own way, protection's deny list is checked by the store on each request,
+/// and a lease spent with no request could not obey a dynamic limit set meanwhile.
 fn leases_with(other: &str) -> Error {
     Error::Unsupported {
         what: format!("leases with {other}"),

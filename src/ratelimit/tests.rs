@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::algorithm::{FixedWindow, Gcra, SlidingWindow, TokenBucket};
-use crate::backend::{MemoryBackend, Outcome};
+use crate::backend::{Decided, MemoryBackend};
 use crate::clock::{Clock, ManualClock};
 use crate::maybe_send::BoxFuture;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,7 +19,8 @@ fn fixed(limit: u64, window_s: u64) -> FixedWindow {
     FixedWindow::new(limit, Duration::from_secs(window_s)).unwrap()
 }
 
-/// A backend that counts calls and forwards them, or fails with `error` when set.
+/// A backend that counts calls and forwards them, or fails with `error` when set; it answers later,
+/// as a store over the network does.
 struct Probe {
     inner: MemoryBackend,
     calls: Arc<AtomicUsize>,
@@ -27,18 +28,16 @@ struct Probe {
 }
 
 impl Backend for Probe {
-    fn decide<'a>(
-        &'a self,
-        key: &'a str,
-        cost: Cost,
-        params: Algorithm,
-        limit_key: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Outcome>> {
+    fn decide<'a>(&'a self, ask: &Ask<'_>) -> Decided<'a> {
         self.calls.fetch_add(1, Ordering::SeqCst);
-        match &self.error {
-            Some(error) => Box::pin(std::future::ready(Err(error.clone()))),
-            None => self.inner.decide(key, cost, params, limit_key),
-        }
+        let verdict = match &self.error {
+            Some(error) => Err(error.clone()),
+            None => pollster::block_on(self.inner.decide(ask)),
+        };
+        Decided::Later(Box::pin(std::future::ready(verdict)))
+    }
+    fn now_micros(&self) -> u64 {
+        self.inner.now_micros()
     }
     fn reset<'a>(&'a self, key: &'a str, params: Algorithm) -> BoxFuture<'a, Result<()>> {
         self.calls.fetch_add(1, Ordering::SeqCst);
@@ -438,10 +437,15 @@ fn the_cluster_layout_keeps_an_identifier_under_a_hash_tag() {
     let upstash = Ratelimit::new(Arc::clone(&shared), fixed(2, 60)).with_prefix("p");
     pollster::block_on(async {
         assert!(cluster.limit("u", 2.0).await.unwrap().success);
-        let stored = shared
-            .decide("p:{u}", Cost::PEEK, cluster.algorithm(), None)
-            .await
-            .unwrap();
+        let peek = Ask {
+            key: "p:{u}",
+            cost: Cost::PEEK,
+            rule: cluster.algorithm(),
+            limit_key: None,
+            now: clock.now_micros(),
+            with: With::Nothing,
+        };
+        let stored = shared.decide(&peek).await.unwrap().into_outcome().unwrap();
         assert_eq!(stored.decision.remaining, 0.0);
         assert_eq!(upstash.get_remaining("u").await.unwrap().remaining, 2.0);
         assert!(!cluster.limit("u", 1.0).await.unwrap().success);
@@ -720,6 +724,25 @@ fn a_shared_ephemeral_cache_serves_every_limit_given_it() {
     });
 }
 
+/// The answer [`Ratelimit::decide_key`] gives at once on `identifier` after the key's head, as the
+/// JavaScript package takes it: `None` when it is not given at once or leaves work.
+fn at_once(limiter: &Ratelimit, identifier: &str, rate: f64, now: u64) -> Option<Result<Response>> {
+    let mut key = String::new();
+    limiter.write_key_head(&mut key);
+    let head = key.len();
+    key.push_str(identifier);
+    let answer = match limiter.decide_key(&mut key, head, rate, now)? {
+        Limited::Now(Some(Ok(Answer {
+            response,
+            pending: None,
+            ..
+        }))) => Some(Ok(response)),
+        Limited::Now(Some(Err(error))) => Some(Err(error)),
+        _ => None,
+    };
+    answer
+}
+
 #[test]
 fn an_answer_at_once_is_the_answer_of_limit() {
     let algorithms: [Algorithm; 4] = [
@@ -734,13 +757,12 @@ fn an_answer_at_once_is_the_answer_of_limit() {
     ];
     for algorithm in algorithms {
         let clock = ManualClock::from_millis(START_MS);
-        let at_once = Ratelimit::new(memory(&clock), algorithm).with_clock(clock.clone());
+        let in_place = Ratelimit::new(memory(&clock), algorithm).with_clock(clock.clone());
         let awaited = Ratelimit::new(memory(&clock), algorithm).with_clock(clock.clone());
-        let mut key = String::new();
+        assert!(in_place.answers_at_once());
         for step in 0..40 {
             let identifier = ["a", "b"][step % 2];
-            let now = clock.now_micros();
-            let answer = at_once.limit_at_once(identifier, 1.0, now, &mut key);
+            let answer = at_once(&in_place, identifier, 1.0, clock.now_micros());
             let expected = pollster::block_on(awaited.limit(identifier, 1.0)).unwrap();
             assert_eq!(
                 answer.unwrap().unwrap(),
@@ -754,7 +776,7 @@ fn an_answer_at_once_is_the_answer_of_limit() {
 }
 
 #[test]
-fn an_answer_at_once_on_a_key_after_its_head_is_the_answer_on_the_identifier() {
+fn an_answer_on_a_key_after_its_head_is_the_answer_on_the_identifier() {
     for layout in [KeyLayout::Upstash, KeyLayout::Cluster] {
         // On a cluster a dynamic limit is read before the decision, which is then not at once.
         let dynamic = layout == KeyLayout::Upstash;
@@ -762,11 +784,13 @@ fn an_answer_at_once_on_a_key_after_its_head_is_the_answer_on_the_identifier() {
         let keyed = Ratelimit::new(memory(&clock), fixed(3, 60))
             .with_key_layout(layout)
             .with_prefix("p")
-            .with_dynamic_limits(dynamic);
+            .with_dynamic_limits(dynamic)
+            .with_clock(clock.clone());
         let plain = Ratelimit::new(memory(&clock), fixed(3, 60))
             .with_key_layout(layout)
             .with_prefix("p")
-            .with_dynamic_limits(dynamic);
+            .with_dynamic_limits(dynamic)
+            .with_clock(clock.clone());
         let mut head = String::new();
         keyed.write_key_head(&mut head);
         let expected_head = match layout {
@@ -774,18 +798,13 @@ fn an_answer_at_once_on_a_key_after_its_head_is_the_answer_on_the_identifier() {
             KeyLayout::Cluster => "p:{",
         };
         assert_eq!(head, expected_head);
-        let (mut key, mut scratch) = (String::new(), String::new());
         let now = clock.now_micros();
         for identifier in ["a", "é:b", "a", "a", "a", "dynamic:x", ""] {
-            key.clear();
-            key.push_str(&head);
-            key.push_str(identifier);
-            let answer = keyed.limit_key_at_once(&mut key, head.len(), 1.0, now);
-            let expected = plain.limit_at_once(identifier, 1.0, now, &mut scratch);
-            match (answer.unwrap(), expected.unwrap()) {
+            let answer = at_once(&keyed, identifier, 1.0, now).unwrap();
+            let expected = pollster::block_on(plain.limit(identifier, 1.0));
+            match (answer, expected) {
                 (Ok(answer), Ok(expected)) => {
                     assert_eq!(answer, expected, "{layout:?} {identifier:?}");
-                    assert_eq!(key, scratch, "{layout:?} {identifier:?}");
                 }
                 (Err(answer), Err(expected)) => {
                     assert_eq!(answer.to_string(), expected.to_string(), "{layout:?}");
@@ -793,58 +812,50 @@ fn an_answer_at_once_on_a_key_after_its_head_is_the_answer_on_the_identifier() {
                 (answer, expected) => panic!("{layout:?} {identifier:?}: {answer:?} {expected:?}"),
             }
         }
-        key = "é".into();
+        let mut key: String = "é".into();
         assert!(
-            keyed.limit_key_at_once(&mut key, 1, 1.0, now).is_none(),
+            keyed.decide_key(&mut key, 1, 1.0, now).is_none(),
             "a head that does not end at a character is not taken"
         );
     }
 }
 
 #[test]
-fn an_answer_at_once_is_refused_where_it_would_need_the_network_or_leave_work() {
+fn an_answer_is_given_at_once_where_it_needs_no_network_and_leaves_no_work() {
     let clock = ManualClock::from_millis(START_MS);
     let (probe, calls) = probe(&clock, None);
     let remote = Ratelimit::new(probe, fixed(3, 60)).with_clock(clock.clone());
-    let mut key = String::new();
     let now = clock.now_micros();
-    assert!(remote.limit_at_once("u", 1.0, now, &mut key).is_none());
-    assert_eq!(
-        calls.load(Ordering::SeqCst),
-        0,
-        "a store that is not in process is not asked"
+    assert!(
+        at_once(&remote, "u", 1.0, now).is_none(),
+        "a store over the network answers later"
     );
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
 
     let counted = Ratelimit::new(memory(&clock), fixed(3, 60))
         .with_local_counts(10)
-        .unwrap();
-    assert!(counted.limit_at_once("u", 1.0, now, &mut key).is_none());
+        .unwrap()
+        .with_clock(clock.clone());
+    assert!(!counted.answers_at_once());
+    assert!(at_once(&counted, "u", 1.0, now).unwrap().unwrap().success);
+    assert!(
+        at_once(&counted, "u", 1.0, now).is_none(),
+        "local counts answer with their write left in the pending work"
+    );
 
     let local = Ratelimit::new(memory(&clock), fixed(1, 60)).with_clock(clock.clone());
     assert!(matches!(
-        local.limit_at_once(&"x".repeat(9_000), 1.0, now, &mut key),
+        at_once(&local, &"x".repeat(9_000), 1.0, now),
         Some(Err(Error::TooLong { .. }))
     ));
     assert!(matches!(
-        local.limit_at_once("u", 0.5, now, &mut key),
+        at_once(&local, "u", 0.5, now),
         Some(Err(Error::InvalidCost { .. }))
     ));
-    assert!(
-        local
-            .limit_at_once("u", 1.0, now, &mut key)
-            .unwrap()
-            .unwrap()
-            .success
-    );
-    let denied = local
-        .limit_at_once("u", 1.0, now, &mut key)
-        .unwrap()
-        .unwrap();
+    assert!(at_once(&local, "u", 1.0, now).unwrap().unwrap().success);
+    let denied = at_once(&local, "u", 1.0, now).unwrap().unwrap();
     assert_eq!((denied.success, denied.reason), (false, None));
-    let cached = local
-        .limit_at_once("u", 1.0, now, &mut key)
-        .unwrap()
-        .unwrap();
+    let cached = at_once(&local, "u", 1.0, now).unwrap().unwrap();
     assert_eq!(
         (cached.success, cached.reason),
         (false, Some(Reason::CacheBlock))

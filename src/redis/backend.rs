@@ -8,7 +8,9 @@ use super::reply::Reply;
 use super::rest::{malformed, RestClient};
 use super::script::Script;
 use crate::algorithm::{Algorithm, Cost, FixedWindowState, SlidingWindowState, State};
-use crate::backend::{Backend, LeaseBackend, Outcome, ProtectedBackend};
+use crate::backend::{
+    Ask, Backend, Decided, LeaseBackend, Outcome, ProtectedBackend, Verdict, With,
+};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{quote, Error, Result};
 use crate::maybe_send::BoxFuture;
@@ -73,53 +75,48 @@ impl<T: Transport> RedisBackend<T> {
         &self.client
     }
 
-    /// Runs `rule`'s script for `cost` on `key`, with the dynamic limit stored under `limit_key` if
-    /// given, and checks that the algorithm, run on the state the script found, agrees with it.
-    async fn run(
-        &self,
-        rule: Algorithm,
-        key: &str,
-        cost: Cost,
-        limit_key: Option<&str>,
-    ) -> Result<Outcome> {
-        let (script, keys, args, now) = self.call(&rule, key, cost, limit_key, None);
-        let reply = script
-            .run(&self.client, &keys, &args, self.elapsed_since(now))
-            .await?;
-        match decided_first(rule, &reply, cost, now) {
-            Some(outcome) => Ok(outcome),
-            None => outcome(rule, script, &reply, cost),
-        }
+    /// The plain decision of `ask`: `ask.rule`'s script for its cost on its key, with the dynamic limit
+    /// stored under `ask.limit_key` if given, checked against the algorithm run on the state the script
+    /// found. The request is made before the future, which borrows nothing of `ask`.
+    fn plain(&self, ask: &Ask<'_>) -> BoxFuture<'_, Result<Verdict>> {
+        let (script, keys, args) = self.call(ask, None);
+        let (rule, cost, sent) = (ask.rule, ask.cost, ask.now);
+        let elapsed = self.elapsed();
+        Box::pin(async move {
+            let reply = script.run(&self.client, &keys, &args, elapsed).await?;
+            let outcome = match decided_first(rule, &reply, cost, sent) {
+                Some(outcome) => outcome,
+                None => outcome(rule, script, &reply, cost)?,
+            };
+            Ok(Verdict::Decided(outcome))
+        })
     }
 
-    /// How long since `start` (µs since the epoch, of this backend's clock), for a retry to fit in
-    /// what the call's timeout leaves (see [`Script::run`]).
-    pub(super) fn elapsed_since(&self, start: u64) -> impl Fn() -> Duration + '_ {
+    /// How long a call started now has taken, on this store's clock, for a retry to fit in what the
+    /// call's timeout leaves (see [`Script::run`]).
+    pub(super) fn elapsed(&self) -> impl Fn() -> Duration + '_ {
+        let start = self.clock.now_micros();
         move || Duration::from_micros(self.clock.now_micros().saturating_sub(start))
     }
 
-    /// The script deciding `cost` on `key` under `rule`, its keys, its arguments and the time they
-    /// were made at (µs since the epoch, this backend's clock). The dynamic limit's key `limit_key`
-    /// and a lease's `ledger` follow the algorithm's keys when given, as [`follow`] sends them.
+    /// The script deciding `ask` (its rule, cost, key and dynamic limit, at its time), its keys and
+    /// its arguments. The dynamic limit's key and a lease's `ledger` follow the algorithm's keys when
+    /// given, as [`follow`] sends them.
     pub(super) fn call(
         &self,
-        rule: &Algorithm,
-        key: &str,
-        cost: Cost,
-        limit_key: Option<&str>,
+        ask: &Ask<'_>,
         ledger: Option<&str>,
-    ) -> (&'static Script, Strings, Strings, u64) {
-        let now = self.clock.now_micros();
+    ) -> (&'static Script, Strings, Strings) {
         let Call {
             script,
             mut keys,
             args: [a, b, c],
-        } = layout::call(rule, key, now, self.redis_time);
-        let mut args = self.args_from_time(now);
+        } = layout::call(&ask.rule, ask.key, ask.now, self.redis_time);
+        let mut args = self.args_from_time(ask.now);
         args.push_number(a).push_number(b).push_number(c);
-        args.push_decimal(cost.get());
-        follow(&mut keys, &mut args, limit_key, ledger);
-        (script, keys, args, now)
+        args.push_decimal(ask.cost.get());
+        follow(&mut keys, &mut args, ask.limit_key, ledger);
+        (script, keys, args)
     }
 
     /// A script's arguments, starting with the time it is sent (`ARGV[1]`): `now` (µs), or nothing
@@ -132,11 +129,6 @@ impl<T: Transport> RedisBackend<T> {
             args.push_number(now);
         }
         args
-    }
-
-    /// The caller's time (µs since the epoch).
-    pub(super) fn now_micros(&self) -> u64 {
-        self.clock.now_micros()
     }
 }
 
@@ -289,15 +281,14 @@ pub(super) fn decided(
 }
 
 impl<T: Transport> Backend for RedisBackend<T> {
-    /// One script reads the dynamic limit and decides, atomically.
-    fn decide<'a>(
-        &'a self,
-        key: &'a str,
-        cost: Cost,
-        params: Algorithm,
-        limit_key: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Outcome>> {
-        Box::pin(self.run(params, key, cost, limit_key))
+    /// One script reads the dynamic limit and decides, atomically, with the deny list and the
+    /// analytics event of a guard, or the leases of a renewal, in the same script.
+    fn decide<'a>(&'a self, ask: &Ask<'_>) -> Decided<'a> {
+        Decided::Later(match ask.with {
+            With::Nothing => self.plain(ask),
+            With::Guard(guard) => self.guarded(ask, guard),
+            With::Lease(renewal) => self.leasing(ask, renewal),
+        })
     }
 
     /// Deletes `key`'s state, keeping the units of other instances' live leases counted (see
@@ -309,6 +300,10 @@ impl<T: Transport> Backend for RedisBackend<T> {
 
     fn backend_name(&self) -> &str {
         "redis"
+    }
+
+    fn now_micros(&self) -> u64 {
+        self.clock.now_micros()
     }
 
     fn dynamic_limit<'a>(&'a self, limit_key: &'a str) -> BoxFuture<'a, Result<Option<u64>>> {
@@ -422,12 +417,15 @@ mod tests {
         let rule = Algorithm::from(FixedWindow::new(10, Duration::from_secs(1)).unwrap());
         let decide = |body| {
             let store = RedisBackend::new(Canned(body));
-            malformed_message(pollster::block_on(store.decide(
-                "k",
-                rule.cost(1.0).unwrap(),
+            let ask = Ask {
+                key: "k",
+                cost: rule.cost(1.0).unwrap(),
                 rule,
-                None,
-            )))
+                limit_key: None,
+                now: 0,
+                with: With::Nothing,
+            };
+            malformed_message(pollster::block_on(store.decide(&ask)))
         };
         assert_eq!(
             decide(r#"[{"result":[1,"x"]}]"#),

@@ -12,8 +12,8 @@ use super::backend::{decided, follow, RedisBackend};
 use super::command::Strings;
 use super::layout::{self, Call, PRELUDE};
 use super::script::Script;
-use crate::algorithm::{Algorithm, Cost};
-use crate::backend::{LeaseBackend, Leased, Renewal};
+use crate::algorithm::Algorithm;
+use crate::backend::{Ask, Backend, LeaseBackend, Renewal, Verdict};
 use crate::error::Result;
 use crate::maybe_send::BoxFuture;
 use crate::transport::Transport;
@@ -47,42 +47,43 @@ fn lease_args(args: &mut Strings, want: u64, ttl: Duration, back: f64) {
         .push_decimal(back);
 }
 
-impl<T: Transport> LeaseBackend for RedisBackend<T> {
-    fn decide_leasing<'a>(
-        &'a self,
-        key: &'a str,
-        cost: Cost,
-        params: Algorithm,
-        limit_key: Option<&'a str>,
-        renewal: &'a Renewal,
-    ) -> BoxFuture<'a, Result<Leased>> {
+impl<T: Transport> RedisBackend<T> {
+    /// The decision of `ask` with a lease: the algorithm's own script, which closes the leases of
+    /// `renewal` and reserves a new one, recorded in the key's ledger. The request is made before the
+    /// future, which borrows nothing of `ask` or `renewal`.
+    pub(super) fn leasing(
+        &self,
+        ask: &Ask<'_>,
+        renewal: &Renewal,
+    ) -> BoxFuture<'_, Result<Verdict>> {
+        let ledger = ledger_key(ask.key);
+        let (script, keys, mut args) = self.call(ask, Some(&ledger));
+        let closing = &renewal.closing;
+        let want = renewal.want;
+        lease_args(&mut args, want, renewal.ttl, closing.units);
+        for id in &closing.ids {
+            args.push(id);
+        }
+        let (rule, cost) = (ask.rule, ask.cost);
+        let elapsed = self.elapsed();
         Box::pin(async move {
-            let ledger = ledger_key(key);
-            let (script, keys, mut args, now) =
-                self.call(&params, key, cost, limit_key, Some(&ledger));
-            let closing = &renewal.closing;
-            let (want, ttl) = (renewal.want, renewal.ttl);
-            lease_args(&mut args, want, ttl, closing.units);
-            for id in &closing.ids {
-                args.push(id);
-            }
-            let reply = script
-                .run(self.client(), &keys, &args, self.elapsed_since(now))
-                .await?;
-            let (outcome, units) = decided(params, script, &reply, cost, Some(want))?;
+            let reply = script.run(self.client(), &keys, &args, elapsed).await?;
+            let (outcome, units) = decided(rule, script, &reply, cost, Some(want))?;
             let id = reply
                 .as_array()
                 .and_then(|fields| fields.last())
                 .and_then(|id| id.as_str())
                 .unwrap_or_default();
-            Ok(Leased {
+            Ok(Verdict::Leased {
                 outcome,
                 units,
                 id: id.into(),
             })
         })
     }
+}
 
+impl<T: Transport> LeaseBackend for RedisBackend<T> {
     fn reset_leases<'a>(
         &'a self,
         key: &'a str,
@@ -93,6 +94,7 @@ impl<T: Transport> LeaseBackend for RedisBackend<T> {
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let now = self.now_micros();
+            let elapsed = self.elapsed();
             let Call {
                 mut keys,
                 args: [a, b, c],
@@ -112,7 +114,7 @@ impl<T: Transport> LeaseBackend for RedisBackend<T> {
                 args.push(id);
             }
             LEASE_RESET
-                .run(self.client(), &keys, &args, self.elapsed_since(now))
+                .run(self.client(), &keys, &args, elapsed)
                 .await
                 .map(drop)
         })

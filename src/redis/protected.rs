@@ -8,7 +8,7 @@
 //! `SMISMEMBER` first and returns at once, counting nothing, when one is there; otherwise it decides
 //! as the plain script does and adds the event of the outcome to the hour's sorted set with `ZINCRBY`.
 //! An event that cannot be recorded changes nothing decided: the script wraps its reply as
-//! `{'eventFailed', error, reply}`, read as [`Guarded::Unrecorded`]. A deny list of another type than a
+//! `{'eventFailed', error, reply}`, read as [`Verdict::Unrecorded`]. A deny list of another type than a
 //! set is a misconfiguration, answered as [`Error::CorruptState`] naming it (never admitted).
 //! The events of both outcomes are sent written out (the caller knows them), so the script only picks
 //! one. A decision is thus still one EVALSHA, coalesced with others into one `/pipeline` request, and
@@ -26,8 +26,8 @@ use super::layout::PRELUDE;
 use super::reply::Reply;
 use super::rest::malformed;
 use super::script::Script;
-use crate::algorithm::{Algorithm, Cost};
-use crate::backend::{Guard, Guarded, ProtectedBackend};
+use crate::algorithm::Algorithm;
+use crate::backend::{Ask, Guard, ProtectedBackend, Verdict};
 use crate::error::{Error, Result};
 use crate::maybe_send::BoxFuture;
 use crate::transport::Transport;
@@ -75,16 +75,16 @@ fn guarded(rule: &Algorithm) -> &'static Script {
 }
 
 impl<T: Transport> RedisBackend<T> {
-    /// Runs the guarded variant of `rule`'s script: the deny list first, then the decision and its event.
-    pub(super) async fn run_guarded(
+    /// The guarded decision of `ask`: the guarded variant of its rule's script, the deny list first,
+    /// then the decision and its event. The request is made before the future, which borrows nothing of
+    /// `ask` or `guard`.
+    pub(super) fn guarded(
         &self,
-        rule: Algorithm,
-        key: &str,
-        cost: Cost,
-        limit_key: Option<&str>,
+        ask: &Ask<'_>,
         guard: Guard<'_>,
-    ) -> Result<Guarded> {
-        let (_, mut keys, mut args, now) = self.call(&rule, key, cost, limit_key, None);
+    ) -> BoxFuture<'_, Result<Verdict>> {
+        let (_, mut keys, mut args) = self.call(ask, None);
+        let (rule, cost) = (ask.rule, ask.cost);
         let script = guarded(&rule);
         let values = guard.deny_list.map_or(&[][..], |(_, values)| values);
         if let Some((deny_key, _)) = guard.deny_list {
@@ -99,30 +99,33 @@ impl<T: Transport> RedisBackend<T> {
         }
         args.push_number(values.len() as u64);
         args.push(if guard.events.is_some() { "1" } else { "0" });
-        let reply = script
-            .run(self.client(), &keys, &args, self.elapsed_since(now))
-            .await?;
-        if let Some([Reply::Text(tag), Reply::Text(failure), decided]) = reply.as_array() {
-            if tag == "eventFailed" {
-                let events_key = guard.events.map_or("", |events| events.key);
-                let outcome = outcome(rule, script, decided, cost)?;
-                return Ok(Guarded::Unrecorded(
-                    outcome,
-                    event_error(events_key, failure),
-                ));
+        let checked = values.len();
+        let events_key = guard.events.map(|events| events.key.to_owned());
+        let elapsed = self.elapsed();
+        Box::pin(async move {
+            let reply = script.run(self.client(), &keys, &args, elapsed).await?;
+            if let Some([Reply::Text(tag), Reply::Text(failure), decided]) = reply.as_array() {
+                if tag == "eventFailed" {
+                    let outcome = outcome(rule, script, decided, cost)?;
+                    let events_key = events_key.as_deref().unwrap_or_default();
+                    return Ok(Verdict::Unrecorded(
+                        outcome,
+                        event_error(events_key, failure),
+                    ));
+                }
             }
-        }
-        if let Some([Reply::Text(tag), Reply::Array(found)]) = reply.as_array() {
-            let found: Vec<bool> = found.iter().map(|flag| flag.as_i64() == Some(1)).collect();
-            if tag != "denyList" || found.len() != values.len() || !found.contains(&true) {
-                return Err(malformed(&format!(
-                    "the guarded {} script returned {reply}",
-                    script.name()
-                )));
+            if let Some([Reply::Text(tag), Reply::Array(found)]) = reply.as_array() {
+                let found: Vec<bool> = found.iter().map(|flag| flag.as_i64() == Some(1)).collect();
+                if tag != "denyList" || found.len() != checked || !found.contains(&true) {
+                    return Err(malformed(&format!(
+                        "the guarded {} script returned {reply}",
+                        script.name()
+                    )));
+                }
+                return Ok(Verdict::Denied(found));
             }
-            return Ok(Guarded::Denied(found));
-        }
-        outcome(rule, script, &reply, cost).map(Guarded::Decided)
+            outcome(rule, script, &reply, cost).map(Verdict::Decided)
+        })
     }
 
     /// `SMISMEMBER key values…`: whether each of `values` is in the set `key`; a key of another type
@@ -158,18 +161,6 @@ impl<T: Transport> RedisBackend<T> {
 }
 
 impl<T: Transport> ProtectedBackend for RedisBackend<T> {
-    /// One guarded script: the deny list, the decision and its event, atomically.
-    fn decide_guarded<'a>(
-        &'a self,
-        key: &'a str,
-        cost: Cost,
-        params: Algorithm,
-        limit_key: Option<&'a str>,
-        guard: Guard<'a>,
-    ) -> BoxFuture<'a, Result<Guarded>> {
-        Box::pin(self.run_guarded(params, key, cost, limit_key, guard))
-    }
-
     fn record_event<'a>(&'a self, key: &'a str, member: &'a str) -> BoxFuture<'a, Result<()>> {
         Box::pin(self.zincrby(key, member))
     }

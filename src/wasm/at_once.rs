@@ -75,16 +75,32 @@ pub fn at_once_identifier(ratelimit: &JsRatelimit) -> Option<Uint8Array> {
     Some(in_place.identifier_view())
 }
 
+/// The reasons of the codes of [`limit_at_once`]: the reason numbered `n` in a code is `REASONS[n - 1]`
+/// (0: none). `atOnceReasons` hands the names to `ratelimit.js` in this order.
+const REASONS: [Reason; 4] = [
+    Reason::Timeout,
+    Reason::CacheBlock,
+    Reason::Error,
+    Reason::DenyList,
+];
+
+/// The names of the reasons by the number a code gives them (`undefined` for 0, none), for
+/// `ratelimit.js`, which asks once.
+#[wasm_bindgen(js_name = atOnceReasons, skip_typescript)]
+pub fn at_once_reasons() -> js_sys::Array {
+    std::iter::once(JsValue::UNDEFINED)
+        .chain(REASONS.iter().map(|reason| reason.as_str().into()))
+        .collect()
+}
+
 /// The code of a decided `response`: bit 0 set (never [`NOT_AT_ONCE`]), bit 1 `success`, the bits
-/// above the reason (0 none, then `timeout`, `cacheBlock`, `error`, `denyList`: the order of `REASONS`
-/// in `ratelimit.js`).
+/// above the number of its reason in [`REASONS`] (0 none).
 fn code(response: &Response) -> u32 {
-    let reason = match response.reason {
-        None => 0,
-        Some(Reason::Timeout) => 1,
-        Some(Reason::CacheBlock) => 2,
-        Some(Reason::Error) => 3,
-        Some(Reason::DenyList) => 4,
-    };
-    reason << 2 | u32::from(response.success) << 1 | 1
+    let reason = response.reason.map_or(0, |reason| {
+        REASONS
+            .iter()
+            .position(|known| *known == reason)
+            .map_or(0, |index| index + 1)
+    });
+    (reason as u32) << 2 | u32::from(response.success) << 1 | 1
 }

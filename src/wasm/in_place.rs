@@ -2,7 +2,7 @@
 //! the package's `Ratelimit` writes the identifier into, the slots it reads an answer given in one
 //! crossing from, and the buffer Rust writes the identifier's key into.
 
-use crate::ratelimit::{Ratelimit, Response};
+use crate::ratelimit::{Answer, Limited, Ratelimit, Response};
 use js_sys::{Float64Array, Uint8Array};
 use std::cell::Cell;
 use wasm_bindgen::JsCast;
@@ -51,9 +51,10 @@ impl InPlace {
             .filter(|text| as_written(text))
     }
 
-    /// [`Ratelimit::limit_key_at_once`] on the `length` bytes of identifier JavaScript wrote, copied
-    /// once, after the key's head; the numbers of a decided answer written into the slots. `None`
-    /// when the bytes are no identifier to decide here.
+    /// The limit's decision ([`Ratelimit::decide_key`]) of `rate` at `now_micros` on the `length`
+    /// bytes of identifier JavaScript wrote, copied once, after the key's head, when it is answered at
+    /// once and leaves no work; the numbers of the answer written into the slots. `None` when the bytes
+    /// are no identifier to decide here, or the answer is not given at once.
     pub(super) fn decide(
         &self,
         limit: &Ratelimit,
@@ -69,7 +70,7 @@ impl InPlace {
             Ok(mut key) => {
                 let as_is = key.get(self.head..).is_some_and(as_written);
                 let answer = as_is
-                    .then(|| limit.limit_key_at_once(&mut key, self.head, rate, now_micros))
+                    .then(|| at_once(limit.decide_key(&mut key, self.head, rate, now_micros)?))
                     .flatten();
                 (answer, key.into_bytes())
             }
@@ -104,6 +105,19 @@ impl InPlace {
     pub(super) fn identifier_view(&self) -> Uint8Array {
         let address = self.identifier.as_ptr() as u32;
         Uint8Array::new_with_byte_offset_and_length(&memory(), address, IDENTIFIER_BYTES as u32)
+    }
+}
+
+/// The response of an answer given at once that leaves no work, else `None`.
+fn at_once(limited: Limited<'_>) -> Option<crate::Result<Response>> {
+    match limited {
+        Limited::Now(Some(Ok(Answer {
+            response,
+            pending: None,
+            ..
+        }))) => Some(Ok(response)),
+        Limited::Now(Some(Err(error))) => Some(Err(error)),
+        _ => None,
     }
 }
 

@@ -157,8 +157,7 @@ impl JsRatelimit {
         let limiter = protection
             .apply(limiter)
             .map_err(|error| to_js_error(CONTEXT, &error))?;
-        let answers_at_once =
-            in_memory && lease.is_undefined() && local_counts.is_none() && !protection.active();
+        let answers_at_once = in_memory && limiter.answers_at_once();
         // Protection and analytics read the identifier from JavaScript (`protection::limit`).
         let in_place = (!protection.active()).then(|| InPlace::new(&limiter));
         Ok(JsRatelimit {

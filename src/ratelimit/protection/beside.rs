@@ -8,32 +8,19 @@
 //! - the analytics event of the answer is written by a `ZINCRBY` in the [`Pending`] work, so the answer
 //!   waits for nothing more.
 
-use super::analytics::Members;
 use super::deny_list;
-use super::{Answer, Pending, Ratelimit, Reason, Response};
-use crate::algorithm::Cost;
 use crate::backend::protected;
 use crate::error::Result;
+use crate::ratelimit::{Answer, Asking, Ratelimit, Reason, Response};
 use futures_util::future::join;
 
 impl Ratelimit {
-    /// The decision on `key` with the deny list checked for `values` beside it (when protection is
-    /// on), and the event of the answer (one of `members`, into `events_key`) left in the pending
-    /// work. The event of a value found in the deny list is left to the caller, as in the script.
-    pub(super) async fn limit_beside(
-        &self,
-        key: String,
-        cost: Cost,
-        rate: f64,
-        values: &[String],
-        events: Option<(String, &Members)>,
-        now_micros: u64,
-    ) -> Result<Answer> {
-        let now_ms = now_micros / 1_000;
-        let event = |success: bool| -> Option<Pending> {
-            let (events_key, members) = events.as_ref()?;
-            Some(self.record(events_key.clone(), members.of(success).to_owned()))
-        };
+    /// The decision of `asking` with the deny list checked for its values beside it (when protection
+    /// is on), and the event of the answer left in the pending work. The event of a value found in
+    /// the deny list is left to the caller, as in the script.
+    pub(in crate::ratelimit) async fn limit_beside(&self, asking: Asking<'_>) -> Result<Answer> {
+        let (key, cost, now) = (asking.key, asking.cost, asking.now);
+        let values = asking.checks.values;
         let deny_key = (self.protection.protects() && !values.is_empty())
             .then(|| deny_list::all_key(self.settings.prefix()));
         let check = async {
@@ -46,24 +33,16 @@ impl Ratelimit {
             }
         };
         // Both issued in the same poll, so both commands travel in one request.
-        let (decided, found) = join(self.decide(&key, cost), check).await;
+        let (decided, found) = join(self.store_decision(key, cost, now), check).await;
         let (decision, found) = match (decided, found) {
             (Ok(decision), Ok(found)) => (decision, found),
-            (Err(error), _) | (_, Err(error)) => {
-                let response = self.settings.failed(error, now_ms)?;
-                let pending = event(response.success);
-                return Ok(Answer {
-                    response,
-                    denied_value: None,
-                    pending,
-                });
-            }
+            (Err(error), _) | (_, Err(error)) => return self.failed(&asking, error),
         };
         let answered = Response::decided(decision);
-        self.learn(&key, rate, &decision, now_micros);
+        self.learn(key, cost, &decision, now);
         let denied = self.protection.denied_values().zip(found.as_deref());
         if let Some(index) =
-            denied.and_then(|(denied, found)| denied.remember(values, found, now_ms))
+            denied.and_then(|(denied, found)| denied.remember(values, found, now / 1_000))
         {
             let response = Response {
                 success: false,
@@ -73,16 +52,13 @@ impl Ratelimit {
                 ..answered
             };
             return Ok(Answer {
-                response,
                 denied_value: Some(values[index].clone()),
-                pending: None,
+                ..Answer::of(response)
             });
         }
-        let pending = event(answered.success);
         Ok(Answer {
-            response: answered,
-            denied_value: None,
-            pending,
+            pending: self.event(&asking, answered.success),
+            ..Answer::of(answered)
         })
     }
 }

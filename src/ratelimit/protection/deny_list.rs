@@ -27,7 +27,7 @@ pub fn keys(prefix: &str) -> [String; 3] {
 
 /// Values found in the deny list, answered locally for a minute; at most [`DENIED_VALUES_CACHED`].
 #[derive(Debug)]
-pub(super) struct DeniedValues(EphemeralCache);
+pub(crate) struct DeniedValues(EphemeralCache);
 
 impl DeniedValues {
     pub fn new() -> Self {

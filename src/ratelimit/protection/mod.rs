@@ -18,11 +18,10 @@ mod beside;
 pub mod deny_list;
 
 use super::answer::both;
-use super::{Pending, Ratelimit, Reason, Response};
-use crate::backend::{protected, Events, Guard, Guarded};
+use super::{Answer, Pending, Ratelimit, Reason, Response};
+use crate::backend::{protected, Events, Guard};
 use crate::error::{Error, Result};
 use crate::identifier::{check_bytes, check_length, MAX_EVENT_BYTES};
-use crate::key_layout::KeyLayout;
 use crate::maybe_send::MaybeSendSync;
 use analytics::Members;
 use deny_list::DeniedValues;
@@ -56,14 +55,15 @@ impl Request<'_> {
     }
 }
 
-/// The answer to [`Ratelimit::limit_request_with_pending`].
-pub struct Answer {
-    /// The answer itself.
-    pub response: Response,
-    /// The value found in the deny list, when [`Reason::DenyList`].
-    pub denied_value: Option<String>,
-    /// Work left after the answer (an analytics event, the write of local counts).
-    pub pending: Option<Pending>,
+/// What a protected decision checks and records besides the limit: the values looked up in the deny
+/// list (when protection is on) and the written-out members of its analytics event (when analytics is
+/// on).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Checks<'a> {
+    /// The values looked up in the deny list, the identifier first.
+    pub values: &'a [String],
+    /// The analytics event's member for each outcome.
+    pub members: Option<&'a Members>,
 }
 
 /// What is told of an analytics event that could not be recorded (see
@@ -96,8 +96,52 @@ impl Protection {
     }
 
     /// The values found in the deny list lately, when it is checked.
-    fn denied_values(&self) -> Option<&DeniedValues> {
+    pub fn denied_values(&self) -> Option<&DeniedValues> {
         self.denied.as_ref()
+    }
+
+    /// Tells the hook of [`Ratelimit::with_event_errors`], if any, that an event was not recorded.
+    pub fn unrecorded(&self, error: &Error) {
+        if let Some(hook) = &self.event_errors {
+            hook(error);
+        }
+    }
+
+    /// The answer to values the store `found` in the deny list (`true` for each, in the order of
+    /// `values`), which are remembered for a while from `now_ms`.
+    pub fn denied_found(&self, values: &[String], found: &[bool], now_ms: u64) -> Answer {
+        let index =
+            (self.denied.as_ref()).and_then(|denied| denied.remember(values, found, now_ms));
+        let value = index.and_then(|index| values.get(index)).cloned();
+        Answer {
+            denied_value: value,
+            ..Answer::of(denied_response())
+        }
+    }
+}
+
+/// The answer to a request whose `value` is in the deny list.
+pub(super) fn denied(value: String) -> Answer {
+    Answer {
+        denied_value: Some(value),
+        ..Answer::of(denied_response())
+    }
+}
+
+/// The guard of a decision: the deny list in `deny_key` checked for the `checks`' values (when
+/// protection is on), and their analytics event recorded in `events_key` (when analytics is on).
+pub(super) fn guard<'a>(
+    deny_key: Option<&'a str>,
+    checks: &Checks<'a>,
+    events_key: Option<&'a str>,
+) -> Guard<'a> {
+    Guard {
+        deny_list: deny_key.map(|key| (key, checks.values)),
+        events: events_key.zip(checks.members).map(|(key, members)| Events {
+            key,
+            admitted: &members.admitted,
+            limited: &members.limited,
+        }),
     }
 }
 
@@ -132,13 +176,10 @@ impl Ratelimit {
     /// (up to [`deny_list::DENIED_VALUES_CACHED`] values). The store must support it (Redis does); local
     /// counts cannot have it.
     pub fn with_protection(mut self, enabled: bool) -> Result<Self> {
-        if enabled {
-            check_local_counts(self.local_counts.is_some())?;
-            if self.leases() {
-                return Err(super::leases_with("protection"));
-            }
-        }
-        self.protection.denied = enabled.then(DeniedValues::new);
+        let mut protection = std::mem::take(&mut self.protection);
+        protection.denied = enabled.then(DeniedValues::new);
+        Self::check_local(&self.local, &self.local, &protection)?;
+        self.protection = protection;
         Ok(self)
     }
 
@@ -158,13 +199,6 @@ impl Ratelimit {
     pub fn with_event_errors(mut self, hook: impl Fn(&Error) + MaybeSendSync + 'static) -> Self {
         self.protection.event_errors = Some(Arc::new(hook));
         self
-    }
-
-    /// Tells the hook of [`Ratelimit::with_event_errors`], if any, that an event was not recorded.
-    fn unrecorded(&self, error: &Error) {
-        if let Some(hook) = &self.protection.event_errors {
-            hook(error);
-        }
     }
 
     /// How many values found in the deny list are remembered now.
@@ -250,9 +284,10 @@ impl Ratelimit {
         })
     }
 
-    /// The guarded decision, with the deny list checked for `values` (when protection is on) and the
-    /// analytics events written out in `members` (when analytics is on). The event of a value found in
-    /// the deny list is left to the caller ([`Ratelimit::record_denied`]), which writes it only then.
+    /// The protected decision of `rate` on `identifier`, with the deny list checked for `values`
+    /// (when protection is on) and the analytics events written out in `members` (when analytics is
+    /// on). The event of a value found in the deny list is left to the caller
+    /// ([`Ratelimit::record_denied`]), which writes it only then.
     pub(crate) async fn limit_prepared(
         &self,
         identifier: &str,
@@ -266,85 +301,11 @@ impl Ratelimit {
             check_bytes("analytics event", &members.admitted, MAX_EVENT_BYTES)?;
             check_bytes("analytics event", &members.limited, MAX_EVENT_BYTES)?;
         }
-        let now_micros = self.settings.clock.now_micros();
-        let now_ms = now_micros / 1_000;
-        let events_key = members
-            .as_ref()
-            .map(|_| analytics::events_key(self.settings.prefix(), now_ms));
-        // The event of an answer given without the store's decision, written in the pending work.
-        let event = |success: bool| -> Option<Pending> {
-            let (key, members) = (events_key.clone()?, members.as_ref()?);
-            Some(self.record(key, members.of(success).to_owned()))
+        let now = self.settings.clock.now_micros();
+        let checks = Checks {
+            values: &values,
+            members: members.as_ref(),
         };
-        let answer = |response: Response, denied_value, pending| Answer {
-            response,
-            denied_value,
-            pending,
-        };
-
-        if let Some(index) = (self.protection.denied.as_ref()).and_then(|d| d.find(&values, now_ms))
-        {
-            return Ok(answer(denied_response(), Some(values[index].clone()), None));
-        }
-        if let Some((response, write)) = self.local_answer(&key, cost, now_micros) {
-            let pending = both(write, event(response.success));
-            return Ok(answer(response, None, pending));
-        }
-        if let Some(block) = self.cached_block(&key, rate, now_ms) {
-            return Ok(answer(block, None, event(false)));
-        }
-
-        if self.settings.key_layout == KeyLayout::Cluster {
-            let events = events_key.zip(members.as_ref());
-            return self
-                .limit_beside(key, cost, rate, &values, events, now_micros)
-                .await;
-        }
-        let deny_key = self
-            .protection
-            .denied
-            .as_ref()
-            .map(|_| deny_list::all_key(self.settings.prefix()));
-        let guard = Guard {
-            deny_list: deny_key.as_deref().map(|key| (key, &values[..])),
-            events: events_key
-                .as_deref()
-                .zip(members.as_ref())
-                .map(|(key, members)| Events {
-                    key,
-                    admitted: &members.admitted,
-                    limited: &members.limited,
-                }),
-        };
-        let limit_key = self.applied_limit_key();
-        let decided = match protected(&*self.backend) {
-            Ok(protected) => {
-                let algorithm = self.settings.algorithm;
-                (protected.decide_guarded(&key, cost, algorithm, limit_key, guard)).await
-            }
-            Err(error) => Err(error),
-        };
-        if let Ok(Guarded::Unrecorded(_, error)) = &decided {
-            self.unrecorded(error);
-        }
-        match decided {
-            Ok(Guarded::Decided(outcome) | Guarded::Unrecorded(outcome, _)) => {
-                let decision = outcome.decision;
-                self.learn(&key, rate, &decision, now_micros);
-                Ok(answer(Response::decided(decision), None, None))
-            }
-            Ok(Guarded::Denied(found)) => {
-                // The store found one of the values sent, so protection is on.
-                let denied = self.protection.denied.as_ref();
-                let index = denied.and_then(|denied| denied.remember(&values, &found, now_ms));
-                let value = index.and_then(|index| values.get(index)).cloned();
-                Ok(answer(denied_response(), value, None))
-            }
-            Err(error) => {
-                let response = self.settings.failed(error, now_ms)?;
-                let pending = event(response.success);
-                Ok(answer(response, None, pending))
-            }
-        }
+        self.decide(&key, cost, now, checks).await
     }
 }
