@@ -50,6 +50,7 @@ mod key_layout;
 mod maybe_send;
 #[cfg(feature = "multi-region")]
 pub mod multi_region;
+mod now_or_later;
 mod number;
 pub mod ratelimit;
 pub mod redis;
@@ -71,5 +72,6 @@ pub use key_layout::KeyLayout;
 pub use maybe_send::{BoxFuture, MaybeSendSync};
 #[cfg(feature = "multi-region")]
 pub use multi_region::MultiRegionRatelimit;
+pub use now_or_later::NowOrLater;
 pub use ratelimit::Configure;
 pub use redis::RedisBackend;

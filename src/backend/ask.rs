@@ -5,10 +5,7 @@
 use super::{Guard, Outcome, Renewal};
 use crate::algorithm::{Algorithm, Cost};
 use crate::error::{Error, Result};
-use crate::maybe_send::BoxFuture;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
+use crate::now_or_later::NowOrLater;
 
 /// One decision asked of a store: the key, the checked cost, the rule, the dynamic limit's key and
 /// the time of the asking limit's one clock, and what the store does besides deciding.
@@ -87,34 +84,6 @@ impl Verdict {
     }
 }
 
-/// A store's answer to an [`Ask`]: at once ([`Decided::Now`]) from a store in this process, or later
-/// from one over the network. Awaiting it works either way; a caller that can answer without a future
-/// looks at [`Decided::Now`] first.
-pub enum Decided<'a> {
-    /// Answered at once (taken by the first poll).
-    Now(Option<Result<Verdict>>),
-    /// Answered when the future completes.
-    Later(BoxFuture<'a, Result<Verdict>>),
-}
-
-impl Decided<'_> {
-    /// An answer given at once.
-    pub fn now(answer: Result<Verdict>) -> Self {
-        Self::Now(Some(answer))
-    }
-}
-
-impl Future for Decided<'_> {
-    type Output = Result<Verdict>;
-
-    fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.get_mut() {
-            Self::Now(answer) => Poll::Ready(answer.take().unwrap_or_else(|| {
-                Err(Error::Unsupported {
-                    what: "polling an answer given at once after it was taken".to_owned(),
-                })
-            })),
-            Self::Later(future) => future.as_mut().poll(context),
-        }
-    }
-}
+/// A store's answer to an [`Ask`]: at once ([`NowOrLater::Now`]) from a store in this process, or
+/// later from one over the network.
+pub type Decided<'a> = NowOrLater<'a, Verdict>;

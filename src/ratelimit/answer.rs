@@ -6,9 +6,7 @@
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::maybe_send::BoxFuture;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
+use crate::now_or_later::NowOrLater;
 use std::time::Duration;
 
 /// Work left after an answer (the backend write of `cachedFixedWindow`, an analytics event, the merge
@@ -142,34 +140,22 @@ impl Answer {
     }
 }
 
-/// A decision's [`Answer`]: at once ([`Limited::Now`]) when nothing needed the network (local counts,
-/// a lease, the ephemeral cache, a store in this process), or later. Awaiting it works either way; a
-/// caller that can answer without a future looks at [`Limited::Now`] first.
-pub enum Limited<'a> {
-    /// Answered at once (taken by the first poll).
-    Now(Option<Result<Answer>>),
-    /// Answered when the future completes.
-    Later(BoxFuture<'a, Result<Answer>>),
-}
+/// A decision's [`Answer`]: at once ([`NowOrLater::Now`]) when nothing needed the network (local
+/// counts, a lease, the ephemeral cache, a store in this process), or later.
+pub type Limited<'a> = NowOrLater<'a, Answer>;
 
 impl Limited<'_> {
-    /// An answer given at once.
-    pub(crate) fn now(answer: Result<Answer>) -> Self {
-        Self::Now(Some(answer))
-    }
-}
-
-impl Future for Limited<'_> {
-    type Output = Result<Answer>;
-
-    fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.get_mut() {
-            Self::Now(answer) => Poll::Ready(answer.take().unwrap_or_else(|| {
-                Err(Error::Unsupported {
-                    what: "polling an answer given at once after it was taken".to_owned(),
-                })
-            })),
-            Self::Later(future) => future.as_mut().poll(context),
+    /// The response of an answer given at once that leaves no work, as a caller that answers without
+    /// a future (the JavaScript package) can take it.
+    pub fn settled(self) -> Option<Result<Response>> {
+        match self.at_once()? {
+            Ok(Answer {
+                response,
+                pending: None,
+                ..
+            }) => Some(Ok(response)),
+            Ok(_) => None,
+            Err(error) => Some(Err(error)),
         }
     }
 }

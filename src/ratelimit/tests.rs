@@ -731,15 +731,7 @@ fn at_once(limiter: &Ratelimit, identifier: &str, rate: f64, now: u64) -> Option
     limiter.write_key_head(&mut key);
     let head = key.len();
     key.push_str(identifier);
-    let answer = match limiter.decide_key(&mut key, head, rate, now)? {
-        Limited::Now(Some(Ok(Answer {
-            response,
-            pending: None,
-            ..
-        }))) => Some(Ok(response)),
-        Limited::Now(Some(Err(error))) => Some(Err(error)),
-        _ => None,
-    };
+    let answer = limiter.decide_key(&mut key, head, rate, now)?.settled();
     answer
 }
 

@@ -2,7 +2,7 @@
 //! the package's `Ratelimit` writes the identifier into, the slots it reads an answer given in one
 //! crossing from, and the buffer Rust writes the identifier's key into.
 
-use crate::ratelimit::{Answer, Limited, Ratelimit, Response};
+use crate::ratelimit::{Ratelimit, Response};
 use js_sys::{Float64Array, Uint8Array};
 use std::cell::Cell;
 use wasm_bindgen::JsCast;
@@ -70,7 +70,11 @@ impl InPlace {
             Ok(mut key) => {
                 let as_is = key.get(self.head..).is_some_and(as_written);
                 let answer = as_is
-                    .then(|| at_once(limit.decide_key(&mut key, self.head, rate, now_micros)?))
+                    .then(|| {
+                        limit
+                            .decide_key(&mut key, self.head, rate, now_micros)?
+                            .settled()
+                    })
                     .flatten();
                 (answer, key.into_bytes())
             }
@@ -105,19 +109,6 @@ impl InPlace {
     pub(super) fn identifier_view(&self) -> Uint8Array {
         let address = self.identifier.as_ptr() as u32;
         Uint8Array::new_with_byte_offset_and_length(&memory(), address, IDENTIFIER_BYTES as u32)
-    }
-}
-
-/// The response of an answer given at once that leaves no work, else `None`.
-fn at_once(limited: Limited<'_>) -> Option<crate::Result<Response>> {
-    match limited {
-        Limited::Now(Some(Ok(Answer {
-            response,
-            pending: None,
-            ..
-        }))) => Some(Ok(response)),
-        Limited::Now(Some(Err(error))) => Some(Err(error)),
-        _ => None,
     }
 }
 
