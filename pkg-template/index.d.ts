@@ -61,15 +61,20 @@ export class Redis {
   /**
    * Reads `UPSTASH_REDIS_REST_URL` and `UPSTASH_REDIS_REST_TOKEN` (or, as `@upstash/redis` does, Vercel's
    * `KV_REST_API_URL` and `KV_REST_API_TOKEN` when those are unset) from `env` (a Worker's `env`, say),
-   * else from `process.env`, else from `Deno.env`. Throws a `TypeError` naming a variable that is unset.
+   * else from `process.env`, else from `Deno.env`. A variable unset in `env` throws a `TypeError` naming
+   * it. Unset in the environment, it is warned about and every request of a limit with this Redis
+   * rejects with a `TypeError` naming it (whatever `failMode` says), so that a build that evaluates
+   * modules without the runtime's variables (`next build`) still builds.
    */
   static fromEnv(env?: Record<string, unknown>): Redis;
-  /** The REST URL. */
+  /** The REST URL (`undefined` when `fromEnv` found it unset). */
   readonly url: string;
-  /** The bearer token. */
+  /** The bearer token (`undefined` when `fromEnv` found it unset). */
   readonly token: string;
   /** The custom `fetch`, if one was given. */
   readonly fetch: RedisConfig["fetch"] | undefined;
+  /** What `fromEnv` found unset in the environment, if anything: then every request fails saying so. */
+  readonly unset: string | undefined;
   /** Frees the WebAssembly memory behind this object (optional; the garbage collector does it too). */
   free(): void;
 }

@@ -97,6 +97,13 @@ pub enum Error {
         /// Which `fetch` (the custom one or the global one) did what, and what it gave.
         message: String,
     },
+    /// Requests cannot be sent as configured: the Redis of `Redis.fromEnv()` found an environment
+    /// variable unset. A misconfiguration, not an outage: no fail mode answers it.
+    #[error("{message}")]
+    Unconfigured {
+        /// What is missing, and where it was looked for.
+        message: String,
+    },
     /// The reply was not what the protocol or the script promises.
     #[error("malformed reply: {message}")]
     MalformedReply {

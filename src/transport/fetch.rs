@@ -30,6 +30,9 @@ const PIPELINE: &str = "/pipeline";
 /// POSTs to an Upstash-compatible REST server with the JavaScript `fetch` function.
 #[derive(Debug, Clone)]
 pub struct FetchTransport {
+    /// Why requests cannot be sent, when the server's address is unknown (see
+    /// [`FetchTransport::unconfigured`]).
+    unconfigured: Option<String>,
     base_url: String,
     headers: JsValue,
     timeout: Option<Duration>,
@@ -44,11 +47,21 @@ impl FetchTransport {
     pub fn new(base_url: &str, token: &str) -> Self {
         let base_url = base_url.trim_end_matches('/').to_owned();
         Self {
+            unconfigured: None,
             pipeline_url: format!("{base_url}{PIPELINE}").into(),
             base_url,
             headers: boundary::request_headers(&format!("Bearer {token}")),
             timeout: None,
             fetch: JsValue::UNDEFINED,
+        }
+    }
+
+    /// A transport with no server to send to, every request of which fails with
+    /// [`Error::Unconfigured`] saying `why`.
+    pub fn unconfigured(why: String) -> Self {
+        Self {
+            unconfigured: Some(why),
+            ..Self::new("", "")
         }
     }
 
@@ -154,6 +167,11 @@ impl FetchTransport {
         timeout: Option<Duration>,
         start: impl FnOnce(u32, &JsValue),
     ) -> Result<HttpReply> {
+        if let Some(why) = &self.unconfigured {
+            return Err(Error::Unconfigured {
+                message: why.clone(),
+            });
+        }
         let (sender, outcome) = oneshot::channel();
         let id = IN_FLIGHT.with_borrow_mut(|in_flight| in_flight.insert(sender)) as u32;
         DELIVER.with(|deliver| start(id, deliver.as_ref()));

@@ -38,7 +38,10 @@ fn bad_input(range: bool, context: &str, field: &str, text: &str, value: &JsValu
 /// dynamic limits not enabled), a key layout a Redis Cluster refuses and everything else an `Error`.
 pub fn to_js_error(context: &str, error: &Error) -> JsValue {
     let message = format!("{context}: {error}");
-    if matches!(error, Error::InvalidIdentifier { .. } | Error::Fetch { .. }) {
+    if matches!(
+        error,
+        Error::InvalidIdentifier { .. } | Error::Fetch { .. } | Error::Unconfigured { .. }
+    ) {
         js_sys::TypeError::new(&message).into()
     } else if error.is_invalid_input()
         && !matches!(error, Error::Unsupported { .. } | Error::CrossSlot { .. })

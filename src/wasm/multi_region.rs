@@ -98,12 +98,7 @@ impl JsMultiRegionRatelimit {
                 ));
             }
             let context = format!("{CONTEXT} ({field})");
-            let region = RedisConfig::read(&context, &field, &entry)?;
-            regions.push(
-                FetchTransport::new(&region.url, &region.token)
-                    .with_timeout(timeout)
-                    .with_fetch(region.fetch),
-            );
+            regions.push(RedisConfig::read(&context, &field, &entry)?.transport(timeout));
         }
         let mut settings = Settings::new(algorithm);
         settings.set_prefix(prefix);

@@ -101,12 +101,7 @@ impl JsRatelimit {
         let server = if redis.is_undefined() {
             None
         } else {
-            let redis = RedisConfig::read(CONTEXT, "redis", &redis)?;
-            Some(
-                FetchTransport::new(&redis.url, &redis.token)
-                    .with_timeout(timeout)
-                    .with_fetch(redis.fetch),
-            )
+            Some(RedisConfig::read(CONTEXT, "redis", &redis)?.transport(timeout))
         };
         let in_memory = server.is_none();
         // Redis's clock times the decisions unless `localClock`, or cachedFixedWindow, whose local

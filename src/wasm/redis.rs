@@ -2,8 +2,11 @@
 
 use super::errors::{range_error, type_error};
 use super::options::{self, get, JsResult};
+use crate::js::globals;
+use crate::transport::FetchTransport;
 use js_sys::{Function, Reflect};
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
 /// The connection settings of an Upstash-compatible REST server: `new Redis({ url, token, fetch? })`.
 #[wasm_bindgen(js_name = Redis)]
@@ -11,6 +14,8 @@ pub struct JsRedis {
     url: JsValue,
     token: JsValue,
     fetch: JsValue,
+    /// What `Redis.fromEnv()` found unset in the environment, if anything: then there is no server.
+    unset: Option<String>,
 }
 
 /// The checked settings.
@@ -21,6 +26,8 @@ pub struct RedisConfig {
     pub token: String,
     /// A `fetch` to use instead of the global one.
     pub fetch: Option<Function>,
+    /// What `Redis.fromEnv()` found unset: every request then fails saying so.
+    pub unset: Option<String>,
 }
 
 /// The options of `new Redis`: its own, and `@upstash/redis`'s `enableTelemetry` (edgelimit sends no
@@ -33,11 +40,35 @@ impl RedisConfig {
     pub fn read(context: &str, field: &str, value: &JsValue) -> JsResult<Self> {
         let url = options::field(context, field, value, false, "url")?;
         if url.is_undefined() {
+            if let Some(unset) = get(value, "unset")?.as_string() {
+                return Ok(Self::unconfigured(unset));
+            }
             if let Some(config) = Self::upstash(context, value)? {
                 return Ok(config);
             }
         }
         Self::check(context, &url, &get(value, "token")?, &get(value, "fetch")?)
+    }
+
+    /// No server: what `Redis.fromEnv()` says when `unset` is.
+    fn unconfigured(unset: String) -> Self {
+        Self {
+            url: String::new(),
+            token: String::new(),
+            fetch: None,
+            unset: Some(unset),
+        }
+    }
+
+    /// The transport to this server, giving up after `timeout`; every request fails saying what is
+    /// unset when `Redis.fromEnv()` found no server.
+    pub fn transport(self, timeout: Option<std::time::Duration>) -> FetchTransport {
+        match self.unset {
+            Some(unset) => FetchTransport::unconfigured(unset),
+            None => FetchTransport::new(&self.url, &self.token)
+                .with_timeout(timeout)
+                .with_fetch(self.fetch),
+        }
     }
 
     /// The settings of an `@upstash/redis` `Redis` made with a URL and a token, else `None`.
@@ -89,6 +120,7 @@ impl RedisConfig {
             url: url_text,
             token,
             fetch,
+            unset: None,
         })
     }
 }
@@ -99,6 +131,7 @@ impl From<RedisConfig> for JsRedis {
             url: config.url.into(),
             token: config.token.into(),
             fetch: config.fetch.map_or(JsValue::UNDEFINED, Into::into),
+            unset: None,
         }
     }
 }
@@ -125,17 +158,38 @@ impl JsRedis {
 
     /// `Redis.fromEnv(env?)`: `UPSTASH_REDIS_REST_URL` and `_TOKEN` (or, as `@upstash/redis` reads
     /// them, Vercel's `KV_REST_API_URL` and `_TOKEN`) from `env`, else `process.env`, else `Deno.env`.
+    /// A variable unset in `env` throws; unset in the environment, it is warned about (as
+    /// `@upstash/redis` does) and every request of a limit with this Redis fails naming it: a build
+    /// that evaluates modules without the runtime's variables (`next build`) still builds.
     #[wasm_bindgen(js_name = fromEnv)]
     pub fn from_env(env: JsValue) -> JsResult<JsRedis> {
         const CONTEXT: &str = "Redis.fromEnv";
-        let url = variable(CONTEXT, &env, "UPSTASH_REDIS_REST_URL", "KV_REST_API_URL")?;
-        let token = variable(
-            CONTEXT,
-            &env,
-            "UPSTASH_REDIS_REST_TOKEN",
-            "KV_REST_API_TOKEN",
-        )?;
-        RedisConfig::check(CONTEXT, &url, &token, &JsValue::UNDEFINED).map(Self::from)
+        let variables = variable(CONTEXT, &env, "UPSTASH_REDIS_REST_URL", "KV_REST_API_URL")
+            .and_then(|url| {
+                let token = ("UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_TOKEN");
+                Ok((url, variable(CONTEXT, &env, token.0, token.1)?))
+            });
+        match variables {
+            Ok((url, token)) => {
+                RedisConfig::check(CONTEXT, &url, &token, &JsValue::UNDEFINED).map(Self::from)
+            }
+            Err(error) if env.is_undefined() => {
+                let unset = match error.dyn_ref::<js_sys::Error>() {
+                    Some(error) => String::from(error.message()),
+                    None => globals::string(&error),
+                };
+                let _ = globals::console_warn(
+                    &[&unset, ": requests will fail until it is set"].concat(),
+                );
+                Ok(Self {
+                    url: JsValue::UNDEFINED,
+                    token: JsValue::UNDEFINED,
+                    fetch: JsValue::UNDEFINED,
+                    unset: Some(unset),
+                })
+            }
+            Err(error) => Err(error),
+        }
     }
 
     /// The server's URL.
@@ -154,6 +208,12 @@ impl JsRedis {
     #[wasm_bindgen(getter)]
     pub fn fetch(&self) -> JsValue {
         self.fetch.clone()
+    }
+
+    /// What `Redis.fromEnv()` found unset in the environment, if anything.
+    #[wasm_bindgen(getter)]
+    pub fn unset(&self) -> Option<String> {
+        self.unset.clone()
     }
 }
 

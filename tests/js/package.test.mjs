@@ -6,7 +6,7 @@
 // Gateway tests are skipped when EDGELIMIT_TEST_URL is not set.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Ratelimit, Redis } from "./edgelimit.mjs";
+import { MultiRegionRatelimit, Ratelimit, Redis } from "./edgelimit.mjs";
 import { countingFetch } from "./counting_fetch.mjs";
 
 const URL_ = process.env.EDGELIMIT_TEST_URL;
@@ -92,6 +92,35 @@ test("Redis.fromEnv reads the given object, then process.env", { skip: noGateway
   } finally {
     delete process.env.UPSTASH_REDIS_REST_URL;
     delete process.env.UPSTASH_REDIS_REST_TOKEN;
+    Object.assign(process.env, saved);
+  }
+});
+
+test("Redis.fromEnv with the environment unset builds: a warning, then every request rejects naming the variable", async () => {
+  const saved = { ...process.env };
+  const warn = console.warn;
+  const warnings = [];
+  try {
+    for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"]) delete process.env[name];
+    console.warn = (message) => warnings.push(message);
+    const redis = Redis.fromEnv();
+    assert.match(warnings.join("\n"), /UPSTASH_REDIS_REST_URL.*requests will fail until it is set/);
+    assert.equal(redis.url, undefined);
+    assert.match(redis.unset, /UPSTASH_REDIS_REST_URL/);
+    for (const failMode of ["open", "closed"]) {
+      const ratelimit = new Ratelimit({ redis, limiter: Ratelimit.fixedWindow(5, "1 m"), failMode });
+      await assert.rejects(ratelimit.limit("u"), (error) => error instanceof TypeError && /UPSTASH_REDIS_REST_URL/.test(error.message), failMode);
+      await assert.rejects(ratelimit.getRemaining("u"), TypeError);
+      await assert.rejects(ratelimit.resetUsedTokens("u"), TypeError);
+      const regions = new MultiRegionRatelimit({ redis: [redis], limiter: MultiRegionRatelimit.fixedWindow(5, "1 m"), failMode });
+      await assert.rejects(regions.limit("u"), (error) => error instanceof TypeError && /UPSTASH_REDIS_REST_URL/.test(error.message), failMode);
+    }
+    process.env.UPSTASH_REDIS_REST_URL = "http://127.0.0.1:9";
+    assert.match(Redis.fromEnv().unset, /UPSTASH_REDIS_REST_TOKEN/, "the token is named once the URL is set");
+    assert.throws(() => Redis.fromEnv({}), TypeError, "an env object given is checked at once");
+  } finally {
+    console.warn = warn;
+    for (const name of Object.keys(process.env)) if (!(name in saved)) delete process.env[name];
     Object.assign(process.env, saved);
   }
 });
