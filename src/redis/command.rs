@@ -45,7 +45,7 @@ impl Strings {
     /// own).
     pub fn push_decimal(&mut self, value: f64) -> &mut Self {
         let Some(integer) = crate::number::whole(value) else {
-            return self.push(&value.to_string());
+            return self.push(&crate::number::decimal(value));
         };
         self.json.extend_from_slice(b",\"");
         self.close_with_number(integer)

@@ -94,8 +94,8 @@ impl fmt::Display for Reply {
             Self::Nil => formatter.write_str("null"),
             Self::Integer(integer) => write!(formatter, "{integer}"),
             Self::Unsigned(integer) => write!(formatter, "{integer}"),
-            // The shortest text that reads back the same, with an exponent when long: valid JSON
-            // for any number JSON can hold (never NaN or infinite).
+            // The shortest text that reads back the same, in positional notation: valid JSON for
+            // any number JSON can hold (never NaN or infinite).
             Self::Float(float) => formatter.write_str(&crate::number::decimal(*float)),
             Self::Bool(boolean) => write!(formatter, "{boolean}"),
             Self::Text(text) => write_string(formatter, text),
