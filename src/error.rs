@@ -193,7 +193,9 @@ const OUTAGE_REPLIES: [&str; 7] = [
 /// [`quote`], cut to its first 80 characters for long text (an identifier may be 16 KiB).
 fn quote_short(text: &str) -> String {
     match text.char_indices().nth(77) {
-        Some((cut, _)) if text.chars().nth(80).is_some() => quote(&text[..cut]) + "...",
+        Some((cut, _)) if text.chars().nth(80).is_some() => {
+            quote(text.get(..cut).unwrap_or(text)) + "..."
+        }
         _ => quote(text),
     }
 }

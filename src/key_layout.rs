@@ -76,7 +76,7 @@ impl KeyLayout {
         key.push('}');
         // Redis's hash tag: from the first `{` to the next `}`; empty, the whole key counts.
         let open = key.find('{').unwrap_or_default();
-        if key[open + 1..].starts_with('}') {
+        if key.as_bytes().get(open + 1) == Some(&b'}') {
             let identifier = key.get(head..key.len() - 1).unwrap_or_default();
             return Err(Error::InvalidParameter {
                 algorithm: "cluster key layout",

@@ -40,9 +40,8 @@ fn positional(shortest: &str) -> String {
             text.extend(std::iter::repeat_n('0', point - digits.len()));
         }
         Ok(point) => {
-            text.push_str(&digits[..point]);
-            text.push('.');
-            text.push_str(&digits[point..]);
+            text.push_str(&digits);
+            text.insert(sign.len() + point, '.');
         }
     }
     text

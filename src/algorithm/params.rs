@@ -73,10 +73,9 @@ fn duration_text(value: Duration) -> String {
     };
     let mut text = whole.to_string();
     if fraction > 0 {
-        // A leading 1 keeps the fraction's leading zeros; it is cut off again.
-        let padded = (10u32.pow(digits) + fraction).to_string();
+        let padded = format!("{fraction:0digits$}");
         text.push('.');
-        text.push_str(padded[1..].trim_end_matches('0'));
+        text.push_str(padded.trim_end_matches('0'));
     }
     text + unit
 }

@@ -18,16 +18,15 @@ pub(crate) fn capacity(text: &str, round_up: bool) -> Option<u64> {
 /// whitespace around a signed decimal or hexadecimal number, `inf`, `infinity` or `nan`.
 fn lua_number(text: &str) -> Option<f64> {
     let trimmed = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r'));
-    let (negative, body) = match trimmed.as_bytes().first()? {
-        b'-' => (true, &trimmed[1..]),
-        b'+' => (false, &trimmed[1..]),
-        _ => (false, trimmed),
+    let (negative, body) = match trimmed.strip_prefix('-') {
+        Some(body) => (true, body),
+        None => (false, trimmed.strip_prefix('+').unwrap_or(trimmed)),
     };
-    let magnitude = match body.get(..2) {
-        Some("0x" | "0X") => hexadecimal(&body[2..])?,
+    let magnitude = match body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+        Some(digits) => hexadecimal(digits)?,
         // Rust reads what strtod reads, but for a second sign, which it takes and strtod does not.
-        _ if body.starts_with(['+', '-']) => return None,
-        _ => body.parse::<f64>().ok()?,
+        None if body.starts_with(['+', '-']) => return None,
+        None => body.parse::<f64>().ok()?,
     };
     Some(if negative { -magnitude } else { magnitude })
 }

@@ -14,7 +14,7 @@ use wasm_bindgen::{JsCast, JsValue};
 pub fn identifier(context: &str, identifier: &JsValue) -> JsResult<String> {
     if let Some(text) = identifier.as_string() {
         // U+FFFD is where a lone surrogate would be: only then is JavaScript asked.
-        if text.contains('\u{FFFD}') && !boundary::is_well_formed(identifier) {
+        if !super::in_place::as_written(&text) && !boundary::is_well_formed(identifier) {
             return Err(type_error(
                 context,
                 "identifier",
