@@ -54,8 +54,12 @@ wasm-bindgen --target bundler --keep-debug --out-dir "$out" --out-name edgelimit
 rm "$out/edgelimit.js"
 
 # -O3 for speed. The features are those every supported runtime has, which wasm-opt must be told of.
+# --low-memory-unused lets it fold a constant added to an address into the load's or store's offset,
+# which gives another address only when the sum wraps past 2^32 into the first KiB: Rust's pointer
+# arithmetic never wraps (LLVM's inbounds). Smaller code (about 1 KB of the package gzipped) and fewer
+# instructions.
 features=(--enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext
-    --enable-reference-types --enable-multivalue --enable-mutable-globals)
+    --enable-reference-types --enable-multivalue --enable-mutable-globals --low-memory-unused)
 say "wasm-opt -O3 ($("$wasm_opt" --version))"
 "$wasm_opt" -O3 --strip-debug --strip-producers "${features[@]}" \
     "$out/edgelimit_bg.wasm" -o "$out/edgelimit_bg.opt.wasm"
