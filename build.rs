@@ -6,6 +6,9 @@
 //! names it) in `$OUT_DIR/<name>.lua.sha1`. The algorithms' scripts also get the SHA-1 of their guarded
 //! variant, `$OUT_DIR/<name>.guarded.lua.sha1`: `guard/head.lua`, the prelude, the script's body as a
 //! function `decide`, then `guard/tail.lua`, which src/redis/protected.rs joins from the same files.
+//! The set script, `$OUT_DIR/set.lua.sha1`, decides several limits in one call: `set/head.lua`, the
+//! prelude, each of those bodies as a function named after its file, then `set/tail.lua`
+//! (src/redis/set.rs joins it alike).
 
 use std::fs;
 use std::path::Path;
@@ -21,6 +24,7 @@ fn main() {
     let sent = out_dir.join("scripts");
     fs::create_dir_all(sent.join("guard")).expect("OUT_DIR is writable");
     fs::create_dir_all(sent.join("fast")).expect("OUT_DIR is writable");
+    fs::create_dir_all(sent.join("set")).expect("OUT_DIR is writable");
     let prelude = as_sent(&prelude_path, &sent.join("prelude.lua"));
     let head = as_sent(
         &watched(&dir.join("guard/head.lua")),
@@ -36,6 +40,10 @@ fn main() {
         .filter(|path| path.extension().is_some_and(|ext| ext == "lua") && *path != prelude_path)
         .collect();
     entries.sort();
+    let mut set = as_sent(
+        &watched(&dir.join("set/head.lua")),
+        &sent.join("set/head.lua"),
+    ) + &prelude;
     for path in entries {
         println!("cargo:rerun-if-changed={}", path.display());
         let name = path.file_stem().expect("a file name").to_string_lossy();
@@ -54,8 +62,14 @@ fn main() {
                 &out_dir.join(format!("{name}.guarded.lua.sha1")),
                 &sha1(&guarded),
             );
+            set += &format!("local function {name}()\n{body}\nend\n");
         }
     }
+    set += &as_sent(
+        &watched(&dir.join("set/tail.lua")),
+        &sent.join("set/tail.lua"),
+    );
+    write(&out_dir.join("set.lua.sha1"), &sha1(&set));
 }
 
 /// The scripts that have a guarded variant: the algorithms'.

@@ -3,7 +3,8 @@
 //! limit under concurrency and spreads identifiers over every master; the default layout is refused
 //! by the cluster with an error naming the option, in either fail mode; the keys shared by every
 //! identifier (deny list, analytics events, dynamic limit, `MultiRegionRatelimit`'s too) are reached
-//! beside the script; a master killed while clients decide loses no admitted request.
+//! beside the script; a master killed while clients decide loses no admitted request. A set of
+//! several limits keeps every key of a decision in the identifier's slot, dynamic limits read first.
 //!
 //! One cluster serves the tests that leave it whole, in one test function; the failover test kills a
 //! master of its own. A cluster of six is the slow part, so they run one at a time ([`Cluster`]).
@@ -14,7 +15,7 @@ mod support;
 
 use edgelimit::algorithm::Algorithm;
 use edgelimit::multi_region::MultiRegionRatelimit;
-use edgelimit::ratelimit::{analytics, FailMode, Ratelimit, Reason, Request, Response};
+use edgelimit::ratelimit::{analytics, FailMode, Limit, Ratelimit, Reason, Request, Response};
 use edgelimit::redis::{Reply, RestClient};
 use edgelimit::transport::HttpTransport;
 use edgelimit::Configure;
@@ -93,6 +94,41 @@ async fn on_a_redis_cluster() {
     the_deny_list_is_checked_in_the_same_request_and_counted(&gateway).await;
     dynamic_limits_are_read_first_and_rounded_as_the_scripts_round_them(&gateway).await;
     multi_region_dynamic_limits_are_read_first_in_each_region(&gateway).await;
+    a_set_of_limits_keeps_a_decision_in_one_slot(&gateway).await;
+}
+
+/// Several limits under their own prefixes decide in one script with the cluster layout (the hash tag
+/// puts every limit's keys of an identifier in its slot), each one's dynamic limit read first; the
+/// default layout is refused naming the option, as for one limit.
+async fn a_set_of_limits_keeps_a_decision_in_one_slot(gateway: &Gateway) {
+    let [fixed, sliding, bucket, gcra] = <[Algorithm; 4]>::try_from(hour_limits(LIMIT)).unwrap();
+    let set = |layout| {
+        limit(gateway, sliding, "cl-set", layout)
+            .with_dynamic_limits(true)
+            .with_limit(Limit::new(fixed).with_prefix("cl-set-2"))
+            .and_then(|set| set.with_limit(Limit::new(gcra.with_capacity(4).unwrap())))
+            .and_then(|set| set.with_limit(Limit::new(bucket).with_prefix("cl-set-4")))
+            .unwrap()
+    };
+    let cluster = set(KeyLayout::Cluster);
+    command(gateway, &["SET", "cl-set-2:dynamic:global", "6"]).await;
+    let count = admitted(|| async { decided(cluster.limit("user:1", 1.0).await?) }).await;
+    assert_eq!(count, 4, "the GCRA of 4 binds");
+    let left = cluster.get_remaining("user:1").await.unwrap();
+    let each: Vec<(f64, u64)> = (left.limits.iter())
+        .map(|l| (l.remaining, l.limit))
+        .collect();
+    assert_eq!(each, [(6.0, 10), (2.0, 6), (0.0, 4), (6.0, 10)]);
+    cluster.reset_used_tokens("user:1").await.unwrap();
+    assert_eq!(
+        cluster.get_remaining("user:1").await.unwrap().remaining,
+        4.0
+    );
+    let error = set(KeyLayout::Upstash)
+        .limit("user:1", 1.0)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::CrossSlot { .. }), "{error}");
 }
 
 /// `command` sent to the cluster through `gateway`.

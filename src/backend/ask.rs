@@ -2,7 +2,7 @@
 //! store's answer, given at once by a store in this process and later by one over the network; and
 //! [`Verdict`], what it holds.
 
-use super::{Guard, Outcome, Renewal};
+use super::{Guard, Outcome, Renewal, Set};
 use crate::algorithm::{Algorithm, Cost};
 use crate::error::{Error, Result};
 use crate::now_or_later::NowOrLater;
@@ -37,6 +37,8 @@ pub enum With<'a> {
     Guard(Guard<'a>),
     /// Closes leases and reserves a new one ([`LeaseBackend`](super::LeaseBackend)).
     Lease(&'a Renewal),
+    /// Decides other limits with this one, all or nothing ([`Verdict::Set`]).
+    Set(Set<'a>),
 }
 
 /// What a store answered.
@@ -60,14 +62,19 @@ pub enum Verdict {
         /// The lease's id in the store's ledger.
         id: Box<str>,
     },
+    /// Each limit of a [`With::Set`] decided on its state, the ask's own first: what each found and
+    /// decided alone. The states of those that admit were written if the set admits
+    /// ([`super::set::admits`]), none otherwise.
+    Set(Vec<Outcome>),
 }
 
 impl Verdict {
-    /// The limit's decision, unless a deny list answered.
+    /// The limit's decision (a set's first limit's), unless a deny list answered.
     pub fn outcome(&self) -> Option<&Outcome> {
         match self {
             Self::Decided(outcome) | Self::Unrecorded(outcome, _) => Some(outcome),
             Self::Leased { outcome, .. } => Some(outcome),
+            Self::Set(outcomes) => outcomes.first(),
             Self::Denied(_) => None,
         }
     }
@@ -79,6 +86,9 @@ impl Verdict {
             Self::Leased { outcome, .. } => Ok(outcome),
             Self::Denied(_) => Err(Error::MalformedReply {
                 message: "a deny list answered a decision that checked none".to_owned(),
+            }),
+            Self::Set(_) => Err(Error::MalformedReply {
+                message: "a set's decisions answered a decision of one limit".to_owned(),
             }),
         }
     }

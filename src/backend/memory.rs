@@ -1,6 +1,6 @@
 //! `MemoryBackend`: per-process state, bounded in size, no Redis needed.
 
-use super::{Ask, Backend, Decided, Outcome, Verdict, With};
+use super::{admits, Ask, Backend, Decided, Outcome, Set, Verdict, With};
 use crate::algorithm::{Algorithm, State};
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
@@ -168,28 +168,37 @@ impl MemoryBackend {
         self.len() == 0
     }
 
-    /// `ask` decided here and now: the rule (with a stored dynamic limit as its capacity) applied at
-    /// `ask.now`, the new state stored (a peek only reads). A key too long for a shard is refused.
-    fn decide_here(&self, ask: &Ask<'_>) -> Result<Outcome> {
-        if !matches!(ask.with, With::Nothing) {
-            return Err(Error::Unsupported {
+    /// `ask` decided here and now, alone or with the other limits of its set.
+    fn decide_here(&self, ask: &Ask<'_>) -> Result<Verdict> {
+        match ask.with {
+            With::Nothing => self.decide_one(ask).map(Verdict::Decided),
+            With::Set(set) => self.decide_set(ask, set).map(Verdict::Set),
+            With::Guard(_) | With::Lease(_) => Err(Error::Unsupported {
                 what: "deny lists, analytics and leases in the memory backend".to_owned(),
-            });
+            }),
         }
-        if ask.key.len() > self.max_key_len {
+    }
+
+    /// The rule applied to `key`: `rule` with the limit stored under `limit_key` as its capacity,
+    /// when there is one; a key too long for a shard is refused.
+    fn applied(&self, key: &str, rule: Algorithm, limit_key: Option<&str>) -> Result<Algorithm> {
+        if key.len() > self.max_key_len {
             return Err(Error::TooLong {
                 field: "key",
-                bytes: ask.key.len(),
+                bytes: key.len(),
                 max: self.max_key_len,
             });
         }
-        let rule = match ask
-            .limit_key
-            .and_then(|limit_key| self.stored_limit(limit_key))
-        {
-            Some(limit) => ask.rule.with_capacity(limit)?,
-            None => ask.rule,
-        };
+        match limit_key.and_then(|limit_key| self.stored_limit(limit_key)) {
+            Some(limit) => rule.with_capacity(limit),
+            None => Ok(rule),
+        }
+    }
+
+    /// `ask`'s own limit decided here and now: the rule (with a stored dynamic limit as its
+    /// capacity) applied at `ask.now`, the new state stored (a peek only reads).
+    fn decide_one(&self, ask: &Ask<'_>) -> Result<Outcome> {
+        let rule = self.applied(ask.key, ask.rule, ask.limit_key)?;
         let (key, cost, now) = (ask.key, ask.cost, ask.now);
         let decide = |found: Option<&State>| {
             let transition = rule.apply(found, now, cost);
@@ -219,7 +228,57 @@ impl MemoryBackend {
             now: self.clock.now_micros(),
             with: With::Nothing,
         };
-        Ok(self.decide_here(&ask)?.decision)
+        Ok(self.decide_one(&ask)?.decision)
+    }
+
+    /// `ask` and the other limits of `set` decided here and now, all or nothing: the shards of their
+    /// keys locked together, in the order of their indexes (so that two sets never wait for each
+    /// other), each limit decided on its state, then the states of those that admit stored if the set
+    /// admits ([`admits`]; a peek only reads).
+    fn decide_set(&self, ask: &Ask<'_>, set: Set<'_>) -> Result<Vec<Outcome>> {
+        let own = (ask.key, ask.rule, ask.limit_key, set.dry_run);
+        let others =
+            (set.others.iter()).map(|part| (part.key, part.rule, part.limit_key, part.dry_run));
+        let mut limits = Vec::with_capacity(set.others.len() + 1);
+        for (key, rule, limit_key, dry_run) in std::iter::once(own).chain(others) {
+            let hash = self.hasher.hash_one(key);
+            let rule = self.applied(key, rule, limit_key)?;
+            limits.push((key, hash, self.shard_of(hash), rule, dry_run));
+        }
+        let mut order: Vec<usize> = limits.iter().map(|&(_, _, shard, _, _)| shard).collect();
+        order.sort_unstable();
+        order.dedup();
+        let mut shards: Vec<_> = order.iter().map(|&shard| self.lock(shard)).collect();
+        let held = |shard: usize| order.binary_search(&shard).unwrap_or_default();
+        let (cost, now) = (ask.cost, ask.now);
+        let decided: Vec<_> = (limits.iter())
+            .map(|&(key, hash, shard, rule, _)| {
+                let found = (shards[held(shard)]
+                    .slots
+                    .find(hash, |slot| &*slot.key == key))
+                .filter(|slot| now < slot.idle_at)
+                .map(|slot| slot.state);
+                let transition = rule.apply(found.as_ref(), now, cost);
+                let outcome = Outcome {
+                    now,
+                    found,
+                    rule,
+                    decision: transition.decision,
+                };
+                (transition.state, outcome)
+            })
+            .collect();
+        let admitted = (decided.iter().zip(&limits))
+            .map(|((_, outcome), limit)| (outcome.decision.allowed, limit.4));
+        if admits(admitted) && !cost.is_peek() {
+            for ((state, outcome), &(key, hash, shard, rule, _)) in decided.iter().zip(&limits) {
+                if outcome.decision.allowed {
+                    let idle_at = rule.idle_at(state);
+                    shards[held(shard)].put(key, hash, *state, idle_at, now, &self.hasher);
+                }
+            }
+        }
+        Ok(decided.into_iter().map(|(_, outcome)| outcome).collect())
     }
 
     /// [`Backend::reset`], done at once.
@@ -334,6 +393,34 @@ impl Shard {
             .insert_unique(hash, slot, |slot| hasher.hash_one(&*slot.key));
     }
 
+    /// Stores `state`, idle from `idle_at`, as `key`'s (of `hash`): in its slot, or in a new one when
+    /// the state is not idle at `now`.
+    fn put(
+        &mut self,
+        key: &str,
+        hash: u64,
+        state: State,
+        idle_at: u64,
+        now: u64,
+        hasher: &HashState,
+    ) {
+        self.ticks += 1;
+        let used_at = self.ticks;
+        if let Some(slot) = self.slots.find_mut(hash, |slot| &*slot.key == key) {
+            slot.idle_at = idle_at;
+            slot.state = state;
+            slot.used_at = used_at;
+        } else if idle_at > now {
+            let slot = Slot {
+                key: key.into(),
+                idle_at,
+                state,
+                used_at,
+            };
+            self.insert(hash, slot, now, hasher);
+        }
+    }
+
     /// Whether a key of `bytes` more would take the shard past its keys or its bytes.
     fn is_full(&self, bytes: usize) -> bool {
         self.slots.len() >= self.max_keys || self.bytes + bytes > self.max_bytes
@@ -373,7 +460,7 @@ fn nth_smallest(mut values: Vec<u64>, index: usize) -> u64 {
 impl Backend for MemoryBackend {
     /// Answered at once.
     fn decide<'a>(&'a self, ask: &Ask<'_>) -> Decided<'a> {
-        Decided::now(self.decide_here(ask).map(Verdict::Decided))
+        Decided::now(self.decide_here(ask))
     }
 
     fn reset<'a>(&'a self, key: &'a str, _params: Algorithm) -> BoxFuture<'a, Result<()>> {

@@ -5,6 +5,7 @@ mod lease;
 mod memory;
 mod outcome;
 mod protected;
+mod set;
 
 pub use ask::{Ask, Decided, Verdict, With};
 pub use lease::{Closing, LeaseBackend, Renewal};
@@ -12,6 +13,7 @@ pub use memory::MemoryBackend;
 pub use outcome::Outcome;
 pub(crate) use protected::protected;
 pub use protected::{Events, Guard, ProtectedBackend};
+pub use set::{admits, Part, Set};
 
 use crate::algorithm::{Algorithm, Cost};
 use crate::decision::Decision;
@@ -27,6 +29,8 @@ use std::time::Duration;
 /// with every call, so one store serves limits of any algorithm; [`Backend::reset`] takes them too,
 /// because a store that keeps one key per window must know which keys the algorithm uses. Futures are
 /// `Send` natively, not on wasm.
+///
+/// Every store decides sets of limits ([`With::Set`]) atomically too: all their keys in one step.
 ///
 /// A store implements [`Backend::decide`], [`Backend::reset`], [`Backend::backend_name`],
 /// [`Backend::now_micros`] and, if it keeps dynamic limits, [`Backend::dynamic_limit`] and

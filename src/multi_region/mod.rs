@@ -239,6 +239,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
             remaining: decision.remaining.max(0.0),
             reset: decision.reset,
             limit: decision.limit,
+            limits: Vec::new(),
         })
     }
 

@@ -36,16 +36,21 @@ pub enum Reason {
     Error,
     /// A value of the request is in the deny list ([`Ratelimit::with_protection`]).
     DenyList,
+    /// A limit that runs dry denied the request, which is admitted ([`Response::live`] says what a
+    /// live limit would have answered).
+    DryRun,
 }
 
 impl Reason {
-    /// The name `@upstash/ratelimit` uses: `"timeout"`, `"cacheBlock"`, `"error"` or `"denyList"`.
+    /// The name `@upstash/ratelimit` uses: `"timeout"`, `"cacheBlock"`, `"error"` or `"denyList"`;
+    /// and `"dryRun"`, which it lacks.
     pub fn as_str(&self) -> &'static str {
         match self {
             Self::Timeout => "timeout",
             Self::CacheBlock => "cacheBlock",
             Self::Error => "error",
             Self::DenyList => "denyList",
+            Self::DryRun => "dryRun",
         }
     }
 }
@@ -64,12 +69,62 @@ pub struct Response {
     /// How long until the same rate would be admitted if nothing else happens: zero when admitted,
     /// `None` when never, or when the fail mode answered.
     pub retry_after: Option<Duration>,
-    /// Set when the answer did not come from the backend's decision.
+    /// Set when the answer did not come from the backend's decision, or a limit that runs dry denied.
+    pub reason: Option<Reason>,
+    /// Each limit's own answer, in order, when several limits decided ([`Ratelimit::with_limit`]);
+    /// empty otherwise. The fields above are those of the limit that binds: the first live one that
+    /// denied, else the one with the least left.
+    pub limits: Vec<LimitResponse>,
+    /// What the answer would have been with every limit live, when a limit runs dry
+    /// ([`Ratelimit::with_dry_run`]); `None` otherwise.
+    pub live: Option<Live>,
+}
+
+/// One limit's answer among several ([`Response::limits`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LimitResponse {
+    /// Whether this limit admits the request (a limit that runs dry never denies it).
+    pub success: bool,
+    /// The most this limit admits at once.
+    pub limit: u64,
+    /// What is left of it after the answer: the request counted if the set admitted it.
+    pub remaining: f64,
+    /// When it is next restored, in milliseconds since the Unix epoch.
+    pub reset: u64,
+    /// Whether it runs dry.
+    pub dry_run: bool,
+}
+
+/// What a limit that runs dry would have answered live ([`Response::live`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Live {
+    /// Whether the request would have been admitted.
+    pub success: bool,
+    /// The limit that would have bound.
+    pub limit: u64,
+    /// What would have been left of it.
+    pub remaining: f64,
+    /// When it is next restored, in milliseconds since the Unix epoch.
+    pub reset: u64,
+    /// Why, when the answer would not have come from the store's decision.
     pub reason: Option<Reason>,
 }
 
+impl Live {
+    /// The live answer `response` itself.
+    pub(crate) fn of(response: &Response) -> Self {
+        Self {
+            success: response.success,
+            limit: response.limit,
+            remaining: response.remaining,
+            reset: response.reset,
+            reason: response.reason,
+        }
+    }
+}
+
 /// The answer to [`Ratelimit::get_remaining`].
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Remaining {
     /// What could be taken now.
     pub remaining: f64,
@@ -77,6 +132,9 @@ pub struct Remaining {
     pub reset: u64,
     /// The most the limit admits at once (the dynamic limit when one is set).
     pub limit: u64,
+    /// Each limit's own, in order, when several limits decide ([`Ratelimit::with_limit`]); empty
+    /// otherwise. The fields above are those of the limit with the least left.
+    pub limits: Vec<Remaining>,
 }
 
 impl Response {
@@ -89,6 +147,8 @@ impl Response {
             reset: decision.reset,
             retry_after: decision.retry_after,
             reason: None,
+            limits: Vec::new(),
+            live: None,
         }
     }
 
@@ -104,6 +164,8 @@ impl Response {
                 Error::Timeout { .. } => Reason::Timeout,
                 _ => Reason::Error,
             }),
+            limits: Vec::new(),
+            live: None,
         }
     }
 }

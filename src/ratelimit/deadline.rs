@@ -45,6 +45,8 @@ mod tests {
             reset: 0,
             retry_after,
             reason: None,
+            limits: Vec::new(),
+            live: None,
         }
     }
 

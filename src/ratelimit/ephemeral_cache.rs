@@ -145,6 +145,8 @@ impl EphemeralCache {
                 reset: block.reset,
                 retry_after: Some(Duration::from_millis(block.until_ms - now_ms)),
                 reason: Some(Reason::CacheBlock),
+                limits: Vec::new(),
+                live: None,
             });
         }
         if rate < 0.0 {

@@ -5,8 +5,13 @@
 //! style is a choice ([`HeaderStyle`]). Every number is a whole one: what is left is rounded down, and
 //! the seconds until the reset, or until a retry, are rounded up, so that a client that waits as long
 //! as it is told never comes back too early.
+//!
+//! An answer of several limits ([`Response::limits`]) writes each as a policy, the items of
+//! `RateLimit-Policy` (and of draft 11's `RateLimit`) in the order of the limits, named by their index,
+//! while the fields that hold one limit describe the one that binds. Limits that run dry are left out
+//! unless told otherwise ([`DryRunHeaders`]): a client sees the limits it is held to.
 
-use super::Response;
+use super::{LimitResponse, Response};
 use std::time::Duration;
 
 /// Which revision of the draft the header fields follow.
@@ -24,14 +29,28 @@ pub enum HeaderStyle {
     Draft11,
 }
 
-/// How to write the header fields.
+/// What the header fields say of limits that run dry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DryRunHeaders {
+    /// Nothing: they are left out, and an answer whose every limit runs dry has no header fields.
+    #[default]
+    Omit,
+    /// Everything, as of live limits (a `Retry-After` only when the request was denied).
+    Emit,
+}
+
+/// How to write the header fields.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct HeaderOptions {
     /// Which revision of the draft.
     pub style: HeaderStyle,
     /// The limit's window (or period, or refill interval), for `RateLimit-Policy`; the separate style
-    /// has no policy field and ignores it.
+    /// has no policy field for one limit and ignores it.
     pub window: Option<Duration>,
+    /// Each limit's window, in order, for an answer of several limits (`window` is then unused).
+    pub windows: Vec<Option<Duration>>,
+    /// What to say of limits that run dry.
+    pub dry_run: DryRunHeaders,
 }
 
 /// The policy name of the draft-11 style: the one limit applied.
@@ -47,8 +66,15 @@ const POLICY: &str = "\"default\"";
 pub fn rate_limit_headers(
     response: &Response,
     now_ms: u64,
-    options: HeaderOptions,
+    options: &HeaderOptions,
 ) -> Vec<(&'static str, String)> {
+    let emit = options.dry_run == DryRunHeaders::Emit;
+    if !response.limits.is_empty() {
+        return policies(response, now_ms, options);
+    }
+    if response.live.is_some() && !emit {
+        return Vec::new();
+    }
     let limit = response.limit;
     let remaining = whole_remaining(response.remaining);
     let reset = seconds_until(response.reset, now_ms);
@@ -84,6 +110,99 @@ pub fn rate_limit_headers(
             // fully at that very millisecond, and admits a request from the next one.
             None => response.reset.saturating_sub(now_ms) / 1_000 + 1,
         };
+        headers.push(("Retry-After", wait.to_string()));
+    }
+    headers
+}
+
+/// The header fields of an answer of several limits: each limit told (every one, or the live ones)
+/// a policy, the one that binds in the fields of one limit, and `Retry-After` the longest wait of the
+/// limits told that denied.
+fn policies(
+    response: &Response,
+    now_ms: u64,
+    options: &HeaderOptions,
+) -> Vec<(&'static str, String)> {
+    let emit = options.dry_run == DryRunHeaders::Emit;
+    let told: Vec<(usize, &LimitResponse)> = (response.limits.iter().enumerate())
+        .filter(|(_, limit)| emit || !limit.dry_run)
+        .collect();
+    let Some(bound) = told.iter().find(|(_, limit)| !limit.success).or_else(|| {
+        told.iter()
+            .min_by(|a, b| a.1.remaining.total_cmp(&b.1.remaining))
+    }) else {
+        return Vec::new();
+    };
+    let bound = bound.1;
+    let window = |index: usize| options.windows.get(index).copied().flatten();
+    let quota = |index: usize, limit: &LimitResponse, name: bool| {
+        let name = if name {
+            format!("\"{index}\";q=")
+        } else {
+            String::new()
+        };
+        match window(index) {
+            Some(window) => format!("{name}{};w={}", limit.limit, seconds(window)),
+            None => format!("{name}{}", limit.limit),
+        }
+    };
+    let list = |item: &dyn Fn(usize, &LimitResponse) -> String| {
+        told.iter()
+            .map(|&(index, limit)| item(index, limit))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let remaining = whole_remaining(bound.remaining);
+    let reset = seconds_until(bound.reset, now_ms);
+    let mut headers = Vec::with_capacity(5);
+    match options.style {
+        HeaderStyle::Separate => {
+            headers.push(("RateLimit-Limit", bound.limit.to_string()));
+            headers.push(("RateLimit-Remaining", remaining.to_string()));
+            headers.push(("RateLimit-Reset", reset.to_string()));
+            headers.push((
+                "RateLimit-Policy",
+                list(&|index, limit| quota(index, limit, false)),
+            ));
+        }
+        HeaderStyle::Draft07 => {
+            headers.push((
+                "RateLimit",
+                format!(
+                    "limit={}, remaining={remaining}, reset={reset}",
+                    bound.limit
+                ),
+            ));
+            headers.push((
+                "RateLimit-Policy",
+                list(&|index, limit| quota(index, limit, false)),
+            ));
+        }
+        HeaderStyle::Draft11 => {
+            headers.push((
+                "RateLimit",
+                list(&|index, limit| {
+                    let (left, reset) = (
+                        whole_remaining(limit.remaining),
+                        seconds_until(limit.reset, now_ms),
+                    );
+                    format!("\"{index}\";r={left};t={reset}")
+                }),
+            ));
+            headers.push((
+                "RateLimit-Policy",
+                list(&|index, limit| quota(index, limit, true)),
+            ));
+        }
+    }
+    if !response.success {
+        let wait = (told.iter().filter(|(_, limit)| !limit.success))
+            .map(|(_, limit)| limit.reset.saturating_sub(now_ms) / 1_000 + 1)
+            .max()
+            .unwrap_or(1);
+        let wait = response
+            .retry_after
+            .map_or(wait, |wait| seconds(wait).max(1));
         headers.push(("Retry-After", wait.to_string()));
     }
     headers
@@ -133,6 +252,8 @@ mod tests {
             reset,
             retry_after,
             reason: None,
+            limits: Vec::new(),
+            live: None,
         }
     }
 
@@ -146,7 +267,7 @@ mod tests {
     #[test]
     fn the_separate_fields_round_the_reset_up_and_what_is_left_down() {
         let response = answer(true, 3.5, START_MS + 4_001, Some(Duration::ZERO));
-        let headers = rate_limit_headers(&response, START_MS, HeaderOptions::default());
+        let headers = rate_limit_headers(&response, START_MS, &HeaderOptions::default());
         assert_eq!(
             headers,
             [
@@ -159,13 +280,13 @@ mod tests {
         let exact = rate_limit_headers(
             &answer(true, 0.0, START_MS + 5_000, None),
             START_MS,
-            HeaderOptions::default(),
+            &HeaderOptions::default(),
         );
         assert_eq!(get(&exact, "RateLimit-Reset"), Some("5"));
         let past = rate_limit_headers(
             &answer(true, 0.0, START_MS, None),
             START_MS + 10,
-            HeaderOptions::default(),
+            &HeaderOptions::default(),
         );
         assert_eq!(get(&past, "RateLimit-Reset"), Some("0"));
     }
@@ -179,29 +300,29 @@ mod tests {
             START_MS + 9_000,
             Some(Duration::from_millis(1_001)),
         );
-        let headers = rate_limit_headers(&from_retry, START_MS, options);
+        let headers = rate_limit_headers(&from_retry, START_MS, &options);
         assert_eq!(get(&headers, "Retry-After"), Some("2"));
         assert_eq!(get(&headers, "RateLimit-Reset"), Some("9"));
 
         let from_reset = answer(false, 0.0, START_MS + 2_500, None);
-        let headers = rate_limit_headers(&from_reset, START_MS, options);
+        let headers = rate_limit_headers(&from_reset, START_MS, &options);
         assert_eq!(get(&headers, "Retry-After"), Some("3"));
         // On a whole second, one more: a client arriving at the reset itself may still be denied.
         let on_the_second = answer(false, 0.0, START_MS + 2_000, None);
-        let headers = rate_limit_headers(&on_the_second, START_MS, options);
+        let headers = rate_limit_headers(&on_the_second, START_MS, &options);
         assert_eq!(get(&headers, "RateLimit-Reset"), Some("2"));
         assert_eq!(get(&headers, "Retry-After"), Some("3"));
 
         // A fail-closed answer resets now: still a second to wait, never 0.
         let now = answer(false, 0.0, START_MS, None);
         assert_eq!(
-            get(&rate_limit_headers(&now, START_MS, options), "Retry-After"),
+            get(&rate_limit_headers(&now, START_MS, &options), "Retry-After"),
             Some("1")
         );
         let admitted = answer(true, 0.0, START_MS + 2_500, Some(Duration::ZERO));
         assert_eq!(
             get(
-                &rate_limit_headers(&admitted, START_MS, options),
+                &rate_limit_headers(&admitted, START_MS, &options),
                 "Retry-After"
             ),
             None
@@ -215,9 +336,10 @@ mod tests {
         let draft07 = HeaderOptions {
             style: HeaderStyle::Draft07,
             window: ten_seconds,
+            ..HeaderOptions::default()
         };
         assert_eq!(
-            rate_limit_headers(&response, START_MS, draft07),
+            rate_limit_headers(&response, START_MS, &draft07),
             [
                 ("RateLimit", "limit=10, remaining=3, reset=5".to_owned()),
                 ("RateLimit-Policy", "10;w=10".to_owned()),
@@ -230,7 +352,7 @@ mod tests {
         };
         assert_eq!(
             get(
-                &rate_limit_headers(&response, START_MS, no_window),
+                &rate_limit_headers(&response, START_MS, &no_window),
                 "RateLimit-Policy"
             ),
             None
@@ -239,9 +361,10 @@ mod tests {
         let draft11 = HeaderOptions {
             style: HeaderStyle::Draft11,
             window: Some(Duration::from_millis(1_500)),
+            ..HeaderOptions::default()
         };
         assert_eq!(
-            rate_limit_headers(&response, START_MS, draft11),
+            rate_limit_headers(&response, START_MS, &draft11),
             [
                 ("RateLimit", "\"default\";r=3;t=5".to_owned()),
                 ("RateLimit-Policy", "\"default\";q=10;w=2".to_owned()),
@@ -254,11 +377,110 @@ mod tests {
         };
         assert_eq!(
             get(
-                &rate_limit_headers(&response, START_MS, draft11),
+                &rate_limit_headers(&response, START_MS, &draft11),
                 "RateLimit-Policy"
             ),
             Some("\"default\";q=10")
         );
+    }
+
+    /// An answer of two limits, 10 a second (3 left) and 1,000 a day (`day_left`), the second
+    /// running dry when `dry`.
+    fn two_limits(success: bool, day_left: f64, dry: bool) -> Response {
+        let limit = |limit, remaining, reset, dry_run| LimitResponse {
+            success: remaining >= 0.0,
+            limit,
+            remaining: f64::max(remaining, 0.0),
+            reset,
+            dry_run,
+        };
+        Response {
+            limits: vec![
+                limit(10, 3.0, START_MS + 1_000, false),
+                limit(1_000, day_left, START_MS + 86_400_000, dry),
+            ],
+            ..answer(success, 0.0, 0, None)
+        }
+    }
+
+    #[test]
+    fn several_limits_are_several_policies_and_the_one_that_binds_fills_the_rest() {
+        let windows = vec![
+            Some(Duration::from_secs(1)),
+            Some(Duration::from_secs(86_400)),
+        ];
+        let style = |style| HeaderOptions {
+            style,
+            windows: windows.clone(),
+            ..HeaderOptions::default()
+        };
+        let admitted = two_limits(true, 900.0, false);
+        assert_eq!(
+            rate_limit_headers(&admitted, START_MS, &style(HeaderStyle::Separate)),
+            [
+                ("RateLimit-Limit", "10".to_owned()),
+                ("RateLimit-Remaining", "3".to_owned()),
+                ("RateLimit-Reset", "1".to_owned()),
+                ("RateLimit-Policy", "10;w=1, 1000;w=86400".to_owned()),
+            ]
+        );
+        assert_eq!(
+            rate_limit_headers(&admitted, START_MS, &style(HeaderStyle::Draft11)),
+            [
+                ("RateLimit", "\"0\";r=3;t=1, \"1\";r=900;t=86400".to_owned()),
+                (
+                    "RateLimit-Policy",
+                    "\"0\";q=10;w=1, \"1\";q=1000;w=86400".to_owned()
+                ),
+            ]
+        );
+        // The daily quota denies: it binds, and Retry-After waits for it.
+        let denied = two_limits(false, -1.0, false);
+        let headers = rate_limit_headers(&denied, START_MS, &style(HeaderStyle::Draft07));
+        assert_eq!(
+            get(&headers, "RateLimit"),
+            Some("limit=1000, remaining=0, reset=86400")
+        );
+        assert_eq!(
+            get(&headers, "RateLimit-Policy"),
+            Some("10;w=1, 1000;w=86400")
+        );
+        assert_eq!(get(&headers, "Retry-After"), Some("86401"));
+        let unknown = rate_limit_headers(&denied, START_MS, &HeaderOptions::default());
+        assert_eq!(get(&unknown, "RateLimit-Policy"), Some("10, 1000"));
+    }
+
+    #[test]
+    fn limits_that_run_dry_are_left_out_unless_emitted() {
+        let dry = two_limits(true, -1.0, true);
+        let omitted = rate_limit_headers(&dry, START_MS, &HeaderOptions::default());
+        assert_eq!(get(&omitted, "RateLimit-Policy"), Some("10"));
+        assert_eq!(get(&omitted, "RateLimit-Remaining"), Some("3"));
+        let emit = HeaderOptions {
+            dry_run: DryRunHeaders::Emit,
+            ..HeaderOptions::default()
+        };
+        let emitted = rate_limit_headers(&dry, START_MS, &emit);
+        assert_eq!(get(&emitted, "RateLimit-Policy"), Some("10, 1000"));
+        assert_eq!(
+            get(&emitted, "RateLimit-Limit"),
+            Some("1000"),
+            "the dry limit denies"
+        );
+        assert_eq!(
+            get(&emitted, "Retry-After"),
+            None,
+            "the request was admitted"
+        );
+        // One limit running dry: nothing, unless emitted.
+        let single = Response {
+            live: Some(crate::ratelimit::Live::of(&answer(
+                false, 0.0, START_MS, None,
+            ))),
+            ..answer(true, 0.0, START_MS + 2_000, None)
+        };
+        assert!(rate_limit_headers(&single, START_MS, &HeaderOptions::default()).is_empty());
+        assert_eq!(rate_limit_headers(&single, START_MS, &emit).len(), 3);
     }
 
     /// For every algorithm on a real limiter: the last admitted request and the first denied one, then
@@ -293,6 +515,7 @@ mod tests {
             let options = HeaderOptions {
                 style: HeaderStyle::Separate,
                 window: Some(window),
+                ..HeaderOptions::default()
             };
             pollster::block_on(async {
                 for _ in 0..2 {
@@ -300,7 +523,7 @@ mod tests {
                 }
                 let last = limiter.limit("u", 1.0).await.unwrap();
                 assert!(last.success, "{name}");
-                let headers = rate_limit_headers(&last, now_ms(), options);
+                let headers = rate_limit_headers(&last, now_ms(), &options);
                 assert_eq!(get(&headers, "RateLimit-Limit"), Some("3"), "{name}");
                 assert_eq!(get(&headers, "RateLimit-Remaining"), Some("0"), "{name}");
                 assert_eq!(get(&headers, "Retry-After"), None, "{name}");
@@ -310,7 +533,7 @@ mod tests {
                 if reset_only {
                     denied.retry_after = None;
                 }
-                let headers = rate_limit_headers(&denied, now_ms(), options);
+                let headers = rate_limit_headers(&denied, now_ms(), &options);
                 assert_eq!(get(&headers, "RateLimit-Remaining"), Some("0"), "{name}");
                 let reset: u64 = get(&headers, "RateLimit-Reset").unwrap().parse().unwrap();
                 assert!((1..=11).contains(&reset), "{name}: reset {reset}");

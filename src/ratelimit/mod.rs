@@ -1,6 +1,7 @@
 //! `Ratelimit`: a [`Backend`] and the [`Settings`] every limit shares (`settings.rs`: an algorithm, a
 //! key prefix, an ephemeral cache of blocked identifiers, bounded here, dynamic limits, a fail mode for
-//! outages, one clock), plus what only the single-store limit has: what answers some decisions in this
+//! outages, one clock), plus what only the single-store limit has: more limits decided with the first,
+//! all or nothing, and limits that run dry (`limits.rs`), what answers some decisions in this
 //! process ([`Local`]: local counts for `cachedFixedWindow`, or leases, `lease/`), `blockUntilReady`,
 //! and the deny list and analytics (`protection/`). Its answers are in `answer.rs`.
 //!
@@ -16,20 +17,24 @@ pub(crate) mod deadline;
 mod ephemeral_cache;
 mod headers;
 pub mod lease;
+mod limits;
 mod local_counts;
 mod protection;
 mod settings;
 
-pub use answer::{Answer, FailMode, Limited, Pending, Reason, Remaining, Response};
+pub use answer::{
+    Answer, FailMode, LimitResponse, Limited, Live, Pending, Reason, Remaining, Response,
+};
 pub use ephemeral_cache::{EphemeralCache, DEFAULT_CACHE_BYTES};
-pub use headers::{rate_limit_headers, HeaderOptions, HeaderStyle};
+pub use headers::{rate_limit_headers, DryRunHeaders, HeaderOptions, HeaderStyle};
 pub use lease::Lease;
+pub use limits::{Limit, MAX_LIMITS};
 pub use protection::{analytics, deny_list, Checks, Request};
 pub(crate) use settings::{with_dynamic_capacity, HasSettings};
 pub use settings::{Configure, Settings, DEFAULT_CACHE_SIZE, DEFAULT_PREFIX};
 
 use crate::algorithm::{Algorithm, Cost};
-use crate::backend::{Ask, Backend, Closing, Decided, Outcome, Renewal, Verdict, With};
+use crate::backend::{Ask, Backend, Closing, Decided, Outcome, Part, Renewal, Set, Verdict, With};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::identifier::SharedKeys;
@@ -37,6 +42,7 @@ use crate::key_layout::KeyLayout;
 use answer::both;
 use deadline::Deadline;
 use lease::{Leases, Taken};
+use limits::Member;
 use local_counts::LocalCounts;
 use std::future::Future;
 use std::sync::Arc;
@@ -73,6 +79,8 @@ struct Asking<'a> {
     events_key: Option<String>,
     /// The lease to close and the units to reserve, with leases.
     renewal: Option<Renewal>,
+    /// The keys of the limits decided with the first, in order (see `limits.rs`).
+    others: Vec<String>,
 }
 
 impl HasSettings for Ratelimit {
@@ -118,6 +126,7 @@ impl Ratelimit {
                 ),
             });
         };
+        self.check_one_limit("local counts")?;
         let local = Local::Counts(Arc::new(LocalCounts::new(rule, max_entries)));
         Self::check_local(&self.local, &local, &self.protection)?;
         self.local = local;
@@ -136,6 +145,7 @@ impl Ratelimit {
     /// dynamic limits turned on later turn leasing off: each decision then goes to Redis.
     pub fn with_lease(mut self, lease: Lease) -> Result<Self> {
         let lease = lease.checked(&self.settings.algorithm)?;
+        self.check_one_limit("leases")?;
         if self.backend.leases().is_none() {
             return Err(Error::Unsupported {
                 what: format!("leases in the {} store", self.backend.backend_name()),
@@ -148,6 +158,46 @@ impl Ratelimit {
         Self::check_local(&self.local, &local, &self.protection)?;
         self.local = local;
         Ok(self)
+    }
+
+    /// The same limit deciding `limit` with its others, all or nothing (see `limits.rs`): a request is
+    /// admitted only if every live limit admits it, and one the set denies is counted by none of
+    /// them. `limit` keeps its state under its own prefix, or `<prefix>#<n>` for the limit at index
+    /// `n` (the first limit, the one this limit was made with, is at 0); set the prefix first.
+    ///
+    /// Fails with [`Error::InvalidParameter`] for a set of more than [`MAX_LIMITS`], a limit the same
+    /// as another, or a prefix another limit has (or that is another's followed by `:`), and with
+    /// [`Error::Unsupported`] beside local counts, leases, protection or analytics.
+    pub fn with_limit(mut self, limit: Limit) -> Result<Self> {
+        if !matches!(self.local, Local::Store) || self.protection.active() {
+            return Err(Error::Unsupported {
+                what: "several limits with local counts, leases, protection or analytics"
+                    .to_owned(),
+            });
+        }
+        let index = self.settings.others.len() + 1;
+        let dynamic_limits = self.settings.limit_key().is_some();
+        let member = Member::new(limit, index, self.settings.prefix(), dynamic_limits);
+        limits::check_new(&member.rule, &member.prefix, self.settings.limits())?;
+        self.settings.others.push(member);
+        Ok(self)
+    }
+
+    /// The same limit with its first limit (the one it was made with) running dry, or live: decided
+    /// and counted as live, it never denies a request (see `limits.rs`).
+    pub fn with_dry_run(mut self, dry_run: bool) -> Self {
+        self.settings.dry_run = dry_run;
+        self
+    }
+
+    /// An error when this limit decides several limits, which `what` cannot go with.
+    fn check_one_limit(&self, what: &str) -> Result<()> {
+        if self.settings.others.is_empty() {
+            return Ok(());
+        }
+        Err(Error::Unsupported {
+            what: format!("{what} with several limits"),
+        })
     }
 
     /// Whether `local` may replace `current` beside `protection`: local counts and leases exclude each
@@ -294,14 +344,44 @@ impl Ratelimit {
     pub fn answers_at_once(&self) -> bool {
         let rule_read_first =
             self.applied_limit_key().is_some() && self.settings.key_layout == KeyLayout::Cluster;
-        matches!(self.local, Local::Store) && !self.protection.active() && !rule_read_first
+        let one_live_limit = self.settings.others.is_empty() && !self.settings.runs_dry();
+        matches!(self.local, Local::Store)
+            && !self.protection.active()
+            && !rule_read_first
+            && one_live_limit
     }
 
     /// The one decision of this limit: `cost` on `key` at `now` (µs, this limit's clock), with the
     /// `checks` of protection. Answered at once when this process can: a value remembered as denied,
     /// local counts, a lease, the ephemeral cache, or a store in this process; else when the store
-    /// answers. A store's outage is answered as the fail mode says.
+    /// answers. A store's outage is answered as the fail mode says. When a limit runs dry, the answer
+    /// carries what live limits would have answered; when every limit does, it admits.
     pub fn decide<'a>(
+        &'a self,
+        key: &'a str,
+        cost: Cost,
+        now: u64,
+        checks: Checks<'a>,
+    ) -> Limited<'a> {
+        let limited = self.decide_live(key, cost, now, checks);
+        if !self.settings.runs_dry() {
+            return limited;
+        }
+        let every_limit = self.settings.every_limit_runs_dry();
+        let dry = move |answer: Answer| Answer {
+            response: limits::dry_run(answer.response, every_limit),
+            ..answer
+        };
+        match limited {
+            Limited::Now(answer) => Limited::Now(answer.map(|answer| answer.map(dry))),
+            Limited::Later(answer) => {
+                Limited::Later(Box::pin(async move { answer.await.map(dry) }))
+            }
+        }
+    }
+
+    /// [`Ratelimit::decide`] as live limits answer.
+    fn decide_live<'a>(
         &'a self,
         key: &'a str,
         cost: Cost,
@@ -323,6 +403,7 @@ impl Ratelimit {
                 .members
                 .map(|_| analytics::events_key(self.settings.prefix(), now_ms)),
             renewal: None,
+            others: self.other_keys(key),
         };
         if let Some(counts) = self.counts() {
             if let Some((response, write)) = self.local_answer(counts, key, cost, now) {
@@ -346,7 +427,11 @@ impl Ratelimit {
                 }
             }
         }
-        if let Some(block) = self.cached_block(key, cost, now_ms) {
+        let keys = std::iter::once(key).chain(asking.others.iter().map(String::as_str));
+        if let Some(block) = keys
+            .map(|key| self.cached_block(key, cost, now_ms))
+            .fold(None, Option::or)
+        {
             let closing = asking.renewal.take().map(|renewal| renewal.closing);
             let give_back = closing
                 .filter(|closing| !closing.ids.is_empty())
@@ -362,31 +447,51 @@ impl Ratelimit {
             counts.sending(key, window, cost.get(), self.settings.algorithm.capacity());
         }
         let cluster = self.settings.key_layout == KeyLayout::Cluster;
+        if !asking.others.is_empty() && self.protection.active() {
+            return Limited::now(Err(Error::Unsupported {
+                what: "protection or analytics with several limits".to_owned(),
+            }));
+        }
         if cluster && self.protection.active() {
             return Limited::Later(Box::pin(self.limit_beside(asking)));
         }
         if cluster && self.applied_limit_key().is_some() {
             return Limited::Later(Box::pin(async move {
-                match self.decision_rule().await {
-                    Ok((rule, limit_key)) => self.ask(asking, rule, limit_key).await,
+                match self.decision_rules().await {
+                    Ok(rules) => self.ask(asking, &rules).await,
                     Err(error) => self.failed(&asking, error),
                 }
             }));
         }
-        self.ask(asking, self.settings.algorithm, self.applied_limit_key())
+        self.ask(asking, &self.rules())
     }
 
-    /// The store's decision of `asking` under `rule` (with the dynamic limit under `limit_key`), with
-    /// the guard of protection or the lease it carries, and its answer.
-    fn ask<'a>(
-        &'a self,
-        asking: Asking<'a>,
-        rule: Algorithm,
-        limit_key: Option<&'a str>,
-    ) -> Limited<'a> {
+    /// Each limit's rule and the dynamic limit key its decision reads, the first's first.
+    fn rules(&self) -> Vec<(Algorithm, Option<&str>)> {
+        let others =
+            (self.settings.others.iter()).map(|member| (member.rule, member.limit_key.as_deref()));
+        std::iter::once((self.settings.algorithm, self.applied_limit_key()))
+            .chain(others)
+            .collect()
+    }
+
+    /// The store's decision of `asking` under each limit's rule (with the dynamic limit under its
+    /// key), the first's first in `rules`, with the guard of protection, the lease or the other
+    /// limits it carries, and its answer.
+    fn ask<'a>(&'a self, asking: Asking<'a>, rules: &[(Algorithm, Option<&str>)]) -> Limited<'a> {
+        let [(rule, limit_key), others @ ..] = rules else {
+            return Limited::now(Err(Error::Unsupported {
+                what: "a decision of no limit".to_owned(),
+            }));
+        };
+        let parts = self.parts(others, &asking.others);
         let deny_key =
             (self.protection.protects()).then(|| deny_list::all_key(self.settings.prefix()));
         let with = match (&asking.renewal, self.protection.active()) {
+            _ if !parts.is_empty() => With::Set(Set {
+                dry_run: self.settings.dry_run,
+                others: &parts,
+            }),
             (Some(renewal), _) if renewal.want > 0 || !renewal.closing.ids.is_empty() => {
                 With::Lease(renewal)
             }
@@ -400,12 +505,14 @@ impl Ratelimit {
         let ask = Ask {
             key: asking.key,
             cost: asking.cost,
-            rule,
-            limit_key,
+            rule: *rule,
+            limit_key: *limit_key,
             now: asking.now,
             with,
         };
-        match self.backend.decide(&ask) {
+        let decided = self.backend.decide(&ask);
+        drop(parts);
+        match decided {
             Decided::Now(verdict) => Limited::now(self.answered(
                 asking,
                 verdict.unwrap_or_else(|| {
@@ -440,6 +547,7 @@ impl Ratelimit {
             Ok(Verdict::Leased { outcome, units, id }) => {
                 return Ok(self.leased(&asking, &outcome, units, id));
             }
+            Ok(Verdict::Set(outcomes)) => return self.set_answered(&asking, &outcomes),
             Err(error) => {
                 if let Some(counts) = self.counts() {
                     counts.remove(key); // nothing learnt: the backend is asked next time
@@ -449,6 +557,56 @@ impl Ratelimit {
         };
         self.learn(key, asking.cost, &outcome.decision, now);
         Ok(Answer::of(Response::decided(outcome.decision)))
+    }
+
+    /// The limits after the first as a store is asked them: each one's rule and dynamic limit key in
+    /// `rules`, and its key in `keys`.
+    fn parts<'b>(
+        &self,
+        rules: &[(Algorithm, Option<&'b str>)],
+        keys: &'b [String],
+    ) -> Vec<Part<'b>> {
+        (rules.iter().zip(keys))
+            .zip(&self.settings.others)
+            .map(|((&(rule, limit_key), key), member)| Part {
+                key,
+                rule,
+                limit_key,
+                dry_run: member.dry_run,
+            })
+            .collect()
+    }
+
+    /// The keys of the limits after the first for the identifier whose first key is `key`.
+    fn other_keys(&self, key: &str) -> Vec<String> {
+        (self.settings.others.iter())
+            .map(|member| member.key(key, self.settings.prefix()))
+            .collect()
+    }
+
+    /// The answer of a set's `outcomes` on `asking`, each limit's in order: the denials of the limits
+    /// that decide (the live ones, or all when every limit runs dry) kept by the ephemeral cache.
+    fn set_answered(&self, asking: &Asking<'_>, outcomes: &[Outcome]) -> Result<Answer> {
+        let dry_runs: Vec<bool> = std::iter::once(self.settings.dry_run)
+            .chain(self.settings.others.iter().map(|member| member.dry_run))
+            .collect();
+        if outcomes.len() != dry_runs.len() {
+            return Err(Error::MalformedReply {
+                message: format!(
+                    "{} decisions for a set of {}",
+                    outcomes.len(),
+                    dry_runs.len()
+                ),
+            });
+        }
+        let every_limit = self.settings.every_limit_runs_dry();
+        let keys = std::iter::once(asking.key).chain(asking.others.iter().map(String::as_str));
+        for ((key, outcome), &dry_run) in keys.zip(outcomes).zip(&dry_runs) {
+            if every_limit || !dry_run {
+                self.learn(key, asking.cost, &outcome.decision, asking.now);
+            }
+        }
+        Ok(Answer::of(limits::answer(outcomes, &dry_runs)))
     }
 
     /// The answer of a decision that reserved `units` for the lease `id`: they are kept to answer the
@@ -581,8 +739,12 @@ impl Ratelimit {
                     remaining: count.limit.saturating_sub(count.used) as f64,
                     reset: counts.window_end(window),
                     limit: count.limit,
+                    limits: Vec::new(),
                 });
             }
+        }
+        if !self.settings.others.is_empty() {
+            return self.set_remaining(&key, now).await;
         }
         let decision = self.store_decision(&key, Cost::PEEK, now).await?;
         let own = self.leases().map_or(0.0, |leases| leases.held(&key, now));
@@ -590,7 +752,60 @@ impl Ratelimit {
             remaining: decision.remaining + own,
             reset: decision.reset,
             limit: decision.limit,
+            limits: Vec::new(),
         })
+    }
+
+    /// [`Ratelimit::get_remaining`] of several limits, on the identifier whose first key is `key`:
+    /// each limit's, and the least left of those that decide (the live ones, or all when every limit
+    /// runs dry).
+    async fn set_remaining(&self, key: &str, now: u64) -> Result<Remaining> {
+        let rules = self.decision_rules().await?;
+        let others = self.other_keys(key);
+        let parts = self.parts(&rules[1..], &others);
+        let ask = Ask {
+            key,
+            cost: Cost::PEEK,
+            rule: rules[0].0,
+            limit_key: rules[0].1,
+            now,
+            with: With::Set(Set {
+                dry_run: self.settings.dry_run,
+                others: &parts,
+            }),
+        };
+        let outcomes = match self.backend.decide(&ask).await? {
+            Verdict::Set(outcomes) if outcomes.len() == rules.len() => outcomes,
+            other => {
+                return Err(Error::MalformedReply {
+                    message: format!("a set of {} limits answered {other:?}", rules.len()),
+                })
+            }
+        };
+        let every_limit = self.settings.every_limit_runs_dry();
+        let dry_runs = std::iter::once(self.settings.dry_run)
+            .chain(self.settings.others.iter().map(|member| member.dry_run));
+        let limits: Vec<Remaining> = (outcomes.iter())
+            .map(|outcome| Remaining {
+                remaining: outcome.decision.remaining.max(0.0),
+                reset: outcome.decision.reset,
+                limit: outcome.decision.limit,
+                limits: Vec::new(),
+            })
+            .collect();
+        let least = (limits.iter().zip(dry_runs))
+            .filter(|(_, dry_run)| every_limit || !dry_run)
+            .map(|(limit, _)| limit)
+            .reduce(|least, limit| {
+                if limit.remaining < least.remaining {
+                    limit
+                } else {
+                    least
+                }
+            })
+            .cloned()
+            .unwrap_or_else(|| limits[0].clone());
+        Ok(Remaining { limits, ..least })
     }
 
     /// Forgets everything used by `identifier`, in the backend and in the local caches.
@@ -601,6 +816,19 @@ impl Ratelimit {
         }
         if let Some(counts) = self.counts() {
             counts.remove(&key);
+        }
+        if !self.settings.others.is_empty() {
+            let others = self.other_keys(&key);
+            let keys = std::iter::once(key.as_str()).chain(others.iter().map(String::as_str));
+            let rules = self.settings.limits().map(|(rule, _)| *rule);
+            let resets = keys.zip(rules).map(|(key, rule)| {
+                if let Some(cache) = &self.settings.cache {
+                    cache.remove(key);
+                }
+                self.backend.reset(key, rule)
+            });
+            let resets = futures_util::future::join_all(resets).await;
+            return resets.into_iter().collect();
         }
         if let Local::Leases(leases) = &self.local {
             let voided = leases.void(&key);
@@ -656,24 +884,35 @@ impl Ratelimit {
         Ok(self.backend.decide(&ask).await?.into_outcome()?.decision)
     }
 
-    /// The rule a decision applies and the dynamic limit key its script reads. A script on a Redis
-    /// Cluster cannot reach the dynamic limit, so with [`KeyLayout::Cluster`] the limit is read
-    /// first, as the script would read it, and applied as the rule's capacity: a second round trip.
+    /// The rule the first limit's decision applies and the dynamic limit key its script reads (see
+    /// [`Ratelimit::decision_rules`]).
     async fn decision_rule(&self) -> Result<(Algorithm, Option<&str>)> {
-        let limit_key = self.applied_limit_key();
-        let (Some(limit_key), KeyLayout::Cluster) = (limit_key, self.settings.key_layout) else {
-            return Ok((self.settings.algorithm, limit_key));
-        };
-        let Some(capacity) = (self.backend)
-            .dynamic_capacity(limit_key, self.settings.algorithm)
-            .await?
-        else {
-            return Ok((self.settings.algorithm, None));
-        };
-        Ok((
-            with_dynamic_capacity(self.settings.algorithm, capacity, limit_key)?,
-            None,
-        ))
+        let rules = self.decision_rules().await?;
+        Ok(rules[0])
+    }
+
+    /// The rule each limit's decision applies and the dynamic limit key its script reads, the first's
+    /// first. A script on a Redis Cluster cannot reach the dynamic limits, so with
+    /// [`KeyLayout::Cluster`] they are read first (together), as the script would read them, and
+    /// applied as the rules' capacities: a second round trip.
+    async fn decision_rules(&self) -> Result<Vec<(Algorithm, Option<&str>)>> {
+        let rules = self.rules();
+        if self.settings.key_layout != KeyLayout::Cluster {
+            return Ok(rules);
+        }
+        let read = rules.into_iter().map(|(rule, limit_key)| async move {
+            let Some(limit_key) = limit_key else {
+                return Ok((rule, None));
+            };
+            match self.backend.dynamic_capacity(limit_key, rule).await? {
+                Some(capacity) => Ok((with_dynamic_capacity(rule, capacity, limit_key)?, None)),
+                None => Ok((rule, None)),
+            }
+        });
+        futures_util::future::join_all(read)
+            .await
+            .into_iter()
+            .collect()
     }
 
     /// The answer from the local counts, when they know `key`'s current window; a request they admit
@@ -699,6 +938,8 @@ impl Ratelimit {
                 Duration::from_micros((reset * 1_000).saturating_sub(now))
             }),
             reason: None,
+            limits: Vec::new(),
+            live: None,
         };
         if !taken.allowed || cost.is_peek() {
             return Some((response, None));

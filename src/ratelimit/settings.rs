@@ -3,6 +3,7 @@
 //! [`Configure`], the builder methods that set them on either limit.
 
 use super::answer::{FailMode, Response};
+use super::limits::{dynamic_limit_key, Member};
 use super::EphemeralCache;
 use crate::algorithm::{Algorithm, Cost, MAX_COUNT};
 use crate::clock::{Clock, SystemClock};
@@ -17,9 +18,6 @@ pub const DEFAULT_PREFIX: &str = "@upstash/ratelimit";
 /// How many blocked identifiers the ephemeral cache keeps unless told otherwise.
 pub const DEFAULT_CACHE_SIZE: usize = 10_000;
 
-/// Where the dynamic limit of a prefix is stored: `<prefix>:dynamic:global`, as `@upstash/ratelimit`.
-const DYNAMIC_LIMIT_SUFFIX: &str = ":dynamic:global";
-
 /// Everything a limit applies but its store: the same for [`Ratelimit`](super::Ratelimit) and the
 /// multi-region limit. Set with [`Configure`]'s methods.
 pub struct Settings {
@@ -32,6 +30,10 @@ pub struct Settings {
     limit_key: Option<String>,
     pub(crate) fail_mode: FailMode,
     pub(crate) clock: Arc<dyn Clock>,
+    /// Whether the first limit, `algorithm`, runs dry.
+    pub(crate) dry_run: bool,
+    /// The limits decided with the first, in order (see `limits.rs`).
+    pub(crate) others: Vec<Member>,
 }
 
 impl Settings {
@@ -46,18 +48,41 @@ impl Settings {
             limit_key: None,
             fail_mode: FailMode::Open,
             clock: Arc::new(SystemClock),
+            dry_run: false,
+            others: Vec::new(),
         }
     }
 
-    /// Keys start with `prefix`; so does the dynamic limit's, when on.
+    /// Keys start with `prefix`; so does the dynamic limit's, when on, and those of the other limits
+    /// that have no prefix of their own.
     pub(crate) fn set_prefix(&mut self, prefix: String) {
         self.prefix = prefix;
         self.set_dynamic_limits(self.limit_key.is_some());
     }
 
-    /// Dynamic limits on or off.
+    /// Dynamic limits on or off, for every limit.
     pub(crate) fn set_dynamic_limits(&mut self, enabled: bool) {
-        self.limit_key = enabled.then(|| self.prefix.clone() + DYNAMIC_LIMIT_SUFFIX);
+        self.limit_key = enabled.then(|| dynamic_limit_key(&self.prefix));
+        for (index, member) in self.others.iter_mut().enumerate() {
+            member.placed(index + 1, &self.prefix, enabled);
+        }
+    }
+
+    /// Every limit's rule and prefix, the first's first.
+    pub(crate) fn limits(&self) -> impl Iterator<Item = (&Algorithm, &str)> + Clone {
+        let first = (&self.algorithm, self.prefix.as_str());
+        let others = (self.others.iter()).map(|member| (&member.rule, member.prefix.as_str()));
+        std::iter::once(first).chain(others)
+    }
+
+    /// Whether a limit runs dry.
+    pub(crate) fn runs_dry(&self) -> bool {
+        self.dry_run || self.others.iter().any(|member| member.dry_run)
+    }
+
+    /// Whether every limit runs dry.
+    pub(crate) fn every_limit_runs_dry(&self) -> bool {
+        self.dry_run && self.others.iter().all(|member| member.dry_run)
     }
 
     /// The prefix of every key.

@@ -33,7 +33,8 @@ use std::time::Duration;
 pub struct RedisBackend<T> {
     client: RestClient<T>,
     clock: Arc<dyn Clock>,
-    redis_time: bool,
+    /// Whether the scripts decide on Redis's clock.
+    pub(super) redis_time: bool,
 }
 
 impl<T: Transport> RedisBackend<T> {
@@ -282,12 +283,14 @@ pub(super) fn decided(
 
 impl<T: Transport> Backend for RedisBackend<T> {
     /// One script reads the dynamic limit and decides, atomically, with the deny list and the
-    /// analytics event of a guard, or the leases of a renewal, in the same script.
+    /// analytics event of a guard, the leases of a renewal, or the other limits of a set, in the same
+    /// script.
     fn decide<'a>(&'a self, ask: &Ask<'_>) -> Decided<'a> {
         Decided::Later(match ask.with {
             With::Nothing => self.plain(ask),
             With::Guard(guard) => self.guarded(ask, guard),
             With::Lease(renewal) => self.leasing(ask, renewal),
+            With::Set(set) => self.set(ask, set),
         })
     }
 

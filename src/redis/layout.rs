@@ -81,22 +81,28 @@ pub(crate) struct Call {
 /// to a window apart still finds its keys; the wide keys are also every key that may hold state for
 /// `key` around `now`, which a reset deletes.
 pub(crate) fn call(rule: &Algorithm, key: &str, now: u64, wide: bool) -> Call {
+    let mut keys = Strings::new();
+    let (script, args) = call_into(rule, key, now, wide, &mut keys);
+    Call { script, keys, args }
+}
+
+/// [`call`], its keys added to `keys`: the script and its `ARGV[2..=4]`.
+pub(crate) fn call_into(
+    rule: &Algorithm,
+    key: &str,
+    now: u64,
+    wide: bool,
+    keys: &mut Strings,
+) -> (&'static Script, [u64; 3]) {
     // A window algorithm reads the current window and `history` windows before it (0 for a fixed
     // window, 1 for a sliding one); wide, one more window on each side.
-    let windows = |script, window: u64, window_ms, history: u64| {
+    let mut windows = |script, window: u64, window_ms, history: u64| {
         let margin = u64::from(wide);
         let from = window.saturating_sub(history + margin);
-        Call {
-            script,
-            keys: {
-                let mut keys = Strings::new();
-                for window in from..=window + margin {
-                    keys.push_numbered(key, window);
-                }
-                keys
-            },
-            args: [from, window_ms, rule.capacity()],
+        for window in from..=window + margin {
+            keys.push_numbered(key, window);
         }
+        (script, [from, window_ms, rule.capacity()])
     };
     match rule {
         Algorithm::FixedWindow(rule) => {
@@ -105,20 +111,20 @@ pub(crate) fn call(rule: &Algorithm, key: &str, now: u64, wide: bool) -> Call {
         Algorithm::SlidingWindow(rule) => {
             windows(&SLIDING_WINDOW, rule.window_index(now), rule.window_ms(), 1)
         }
-        Algorithm::TokenBucket(rule) => Call {
-            script: &TOKEN_BUCKET,
-            keys: std::iter::once(key).collect(),
-            args: [rule.capacity(), rule.interval_ms(), rule.refill_rate()],
-        },
-        Algorithm::Gcra(rule) => Call {
-            script: &GCRA,
-            keys: {
-                let mut keys = Strings::new();
-                keys.push_suffixed(key, ":gcra");
-                keys
-            },
-            args: [rule.emission_interval(), rule.tolerance(), rule.capacity()],
-        },
+        Algorithm::TokenBucket(rule) => {
+            keys.push(key);
+            (
+                &TOKEN_BUCKET,
+                [rule.capacity(), rule.interval_ms(), rule.refill_rate()],
+            )
+        }
+        Algorithm::Gcra(rule) => {
+            keys.push_suffixed(key, ":gcra");
+            (
+                &GCRA,
+                [rule.emission_interval(), rule.tolerance(), rule.capacity()],
+            )
+        }
     }
 }
 

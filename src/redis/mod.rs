@@ -10,6 +10,7 @@ mod protected;
 mod reply;
 mod rest;
 mod script;
+mod set;
 
 #[cfg(feature = "multi-region")]
 pub(crate) use backend::read_limit;
@@ -32,13 +33,14 @@ pub use script::Script;
 pub const LATE_MS: u64 = 10_000;
 
 /// Every script this build of the crate may send: each algorithm's ([`SCRIPTS`]), its guarded variant
-/// ([`GUARDED_SCRIPTS`]), the reset of a limit that leases and, with the `multi-region` feature, those
-/// of [`MultiRegionRatelimit`](crate::multi_region::MultiRegionRatelimit).
+/// ([`GUARDED_SCRIPTS`]), the reset of a limit that leases, the set of several limits and, with the
+/// `multi-region` feature, those of [`MultiRegionRatelimit`](crate::multi_region::MultiRegionRatelimit).
 pub fn scripts() -> impl Iterator<Item = &'static Script> {
     let scripts = SCRIPTS
         .iter()
         .chain(GUARDED_SCRIPTS.iter())
-        .chain(lease::LEASE_SCRIPTS.iter());
+        .chain(lease::LEASE_SCRIPTS.iter())
+        .chain(set::SET_SCRIPTS.iter());
     #[cfg(feature = "multi-region")]
     let scripts = scripts.chain(MULTI_REGION_SCRIPTS.iter());
     scripts.copied()

@@ -129,6 +129,8 @@ impl Leases {
                     reset: active.reset,
                     retry_after: Some(Duration::ZERO),
                     reason: None,
+                    limits: Vec::new(),
+                    live: None,
                 };
                 held.active = Some(active);
                 return Taken::Answered(response);

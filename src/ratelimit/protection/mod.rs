@@ -164,6 +164,8 @@ fn denied_response() -> Response {
         reset: 0,
         retry_after: None,
         reason: Some(Reason::DenyList),
+        limits: Vec::new(),
+        live: None,
     }
 }
 
@@ -176,6 +178,9 @@ impl Ratelimit {
     /// (up to [`deny_list::DENIED_VALUES_CACHED`] values). The store must support it (Redis does); local
     /// counts cannot have it.
     pub fn with_protection(mut self, enabled: bool) -> Result<Self> {
+        if enabled {
+            self.check_one_limit("protection")?;
+        }
         let mut protection = std::mem::take(&mut self.protection);
         protection.denied = enabled.then(DeniedValues::new);
         Self::check_local(&self.local, &self.local, &protection)?;

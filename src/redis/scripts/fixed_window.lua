@@ -21,8 +21,9 @@ local ttl = (window + 1) * window_ms + LATE - ms
 -- With Redis's clock or a dynamic limit, the common request, a cost from 1 to the limit with no lease,
 -- is counted at once (INCRBY) as in fast/fixed_window.lua, rather than read and then counted. What
 -- INCRBY refuses to count, and a count past 2^53 - 1 in size (taken back at once), go the general
--- way below, which reads the value first.
-if cost > 0 and cost <= limit and not lease_key then
+-- way below, which reads the value first; so does a limit of a set, which writes only once every
+-- limit has decided (`queued`).
+if cost > 0 and cost <= limit and not lease_key and not queued then
   local count = redis.pcall('INCRBY', key, ARGV[5])
   if type(count) == 'number' then
     if math.abs(count) <= 9007199254740991 then

@@ -34,9 +34,9 @@ local tat = math.max(stored or now, now)
 -- Stores `written` as the TAT, which outlives it by LATE: none once it is not ahead of now.
 local function store(written)
   if written > now then
-    redis.call('SET', KEYS[1], string.format('%d', written), 'PX', math.ceil((written - now) / 1000) + LATE)
+    write('SET', KEYS[1], string.format('%d', written), 'PX', math.ceil((written - now) / 1000) + LATE)
   else
-    redis.call('DEL', KEYS[1])
+    write('DEL', KEYS[1])
   end
 end
 

@@ -94,12 +94,26 @@ local function counter(key)
   return tonumber(stored), stored
 end
 
+-- The writes of a limit decided in a set (set/tail.lua), queued until every limit of the set has
+-- decided; nil when one limit decides, whose writes run at once.
+local queued = nil
+
+-- Runs the write command `...`, or queues it when a set decides (`queued`). The algorithms write
+-- their state through it, so that a set writes nothing unless it admits.
+local function write(...)
+  if queued then
+    queued[#queued + 1] = {...}
+  else
+    redis.call(...)
+  end
+end
+
 -- Adds `delta` (whole, at most 2^53 - 1 in size) to the counter `key`, exactly (INCRBY), and makes it
 -- expire in `ttl_ms`.
 local function add_count(key, delta, ttl_ms)
   if delta ~= 0 then
-    redis.call('INCRBY', key, string.format('%d', delta))
-    redis.call('PEXPIRE', key, ttl_ms)
+    write('INCRBY', key, string.format('%d', delta))
+    write('PEXPIRE', key, ttl_ms)
   end
 end
 
@@ -116,16 +130,20 @@ end
 
 -- ARGV[6] says which keys follow the algorithm's: '1' @upstash/ratelimit's dynamic limit
 -- (`<prefix>:dynamic:global`), '2' the identifier's lease ledger (src/redis/lease.rs), '3' both, the
--- dynamic limit first.
-local lease_key = nil
-if ARGV[6] == '2' or ARGV[6] == '3' then
-  lease_key = KEYS[#KEYS]
+-- dynamic limit first. `follow_keys` reads them from KEYS and ARGV: here for the script's one limit,
+-- and again for each limit of a set (set/tail.lua).
+local lease_key, dynamic_key, state_keys
+local function follow_keys()
+  lease_key, dynamic_key = nil, nil
+  if ARGV[6] == '2' or ARGV[6] == '3' then
+    lease_key = KEYS[#KEYS]
+  end
+  if ARGV[6] == '1' or ARGV[6] == '3' then
+    dynamic_key = KEYS[#KEYS - (lease_key and 1 or 0)]
+  end
+  state_keys = #KEYS - (dynamic_key and 1 or 0) - (lease_key and 1 or 0)
 end
-local dynamic_key = nil
-if ARGV[6] == '1' or ARGV[6] == '3' then
-  dynamic_key = KEYS[#KEYS - (lease_key and 1 or 0)]
-end
-local state_keys = #KEYS - (dynamic_key and 1 or 0) - (lease_key and 1 or 0)
+follow_keys()
 
 -- The ledger is a hash: per lease id (`<µs>.<n>`, n from the field `n`), "<units> <end µs> <window>":
 -- the whole units reserved, when the lease ends, and the window it was taken in (window algorithms).
@@ -273,6 +291,6 @@ end
 -- `stored`, to expire in `ttl_ms`.
 local function store_count(key, stored, count, ttl_ms)
   if count ~= nil and count ~= stored then
-    redis.call('SET', key, string.format('%d', count), 'PX', ttl_ms)
+    write('SET', key, string.format('%d', count), 'PX', ttl_ms)
   end
 end

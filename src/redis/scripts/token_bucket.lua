@@ -53,16 +53,16 @@ end
 -- Writes `written` tokens at `bucket_at` (ms): none stored when full.
 local function store(written)
   if written == max_tokens then
-    redis.call('DEL', KEYS[1])
+    write('DEL', KEYS[1])
   else
-    redis.call('HSET', KEYS[1], 'refilledAt', string.format('%d', bucket_at), 'tokens', string.format('%.17g', written))
+    write('HSET', KEYS[1], 'refilledAt', string.format('%d', bucket_at), 'tokens', string.format('%.17g', written))
     local full_at = bucket_at + interval
     if written < max_tokens then
       full_at = bucket_at + math.ceil((max_tokens - written) / rate) * interval
     end
     -- It outlives the moment it is full again by LATE. A debt may take longer than any expiry Redis
     -- keeps: at most 2^53 - 1 ms.
-    redis.call('PEXPIRE', KEYS[1], string.format('%d', math.min(full_at - ms + LATE, 9007199254740991)))
+    write('PEXPIRE', KEYS[1], string.format('%d', math.min(full_at - ms + LATE, 9007199254740991)))
   end
 end
 
