@@ -1,6 +1,6 @@
 //! `MemoryBackend`: per-process state, bounded in size, no Redis needed.
 
-use super::{admits, Ask, Backend, Decided, Outcome, Set, Verdict, With};
+use super::{admits, Ask, Backend, Decided, Outcome, Part, Set, Verdict, With};
 use crate::algorithm::{Algorithm, State};
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
@@ -236,49 +236,64 @@ impl MemoryBackend {
     /// other), each limit decided on its state, then the states of those that admit stored if the set
     /// admits ([`admits`]; a peek only reads).
     fn decide_set(&self, ask: &Ask<'_>, set: Set<'_>) -> Result<Vec<Outcome>> {
-        let own = (ask.key, ask.rule, ask.limit_key, set.dry_run);
-        let others =
-            (set.others.iter()).map(|part| (part.key, part.rule, part.limit_key, part.dry_run));
+        let own = Part {
+            key: ask.key,
+            rule: ask.rule,
+            limit_key: ask.limit_key,
+            dry_run: set.dry_run,
+        };
         let mut limits = Vec::with_capacity(set.others.len() + 1);
-        for (key, rule, limit_key, dry_run) in std::iter::once(own).chain(others) {
-            let hash = self.hasher.hash_one(key);
-            let rule = self.applied(key, rule, limit_key)?;
-            limits.push((key, hash, self.shard_of(hash), rule, dry_run));
+        for part in std::iter::once(&own).chain(set.others) {
+            let hash = self.hasher.hash_one(part.key);
+            let rule = self.applied(part.key, part.rule, part.limit_key)?;
+            limits.push((part, hash, rule));
         }
-        let mut order: Vec<usize> = limits.iter().map(|&(_, _, shard, _, _)| shard).collect();
-        order.sort_unstable();
-        order.dedup();
-        let mut shards: Vec<_> = order.iter().map(|&shard| self.lock(shard)).collect();
-        let held = |shard: usize| order.binary_search(&shard).unwrap_or_default();
+        let mut shards: [Option<MutexGuard<'_, Shard>>; MAX_SHARDS] = Default::default();
+        for (index, shard) in shards.iter_mut().enumerate().take(self.shards.len()) {
+            if limits
+                .iter()
+                .any(|&(_, hash, _)| self.shard_of(hash) == index)
+            {
+                *shard = Some(self.lock(index));
+            }
+        }
         let (cost, now) = (ask.cost, ask.now);
-        let decided: Vec<_> = (limits.iter())
-            .map(|&(key, hash, shard, rule, _)| {
-                let found = (shards[held(shard)]
-                    .slots
-                    .find(hash, |slot| &*slot.key == key))
+        let mut outcomes = Vec::with_capacity(limits.len());
+        for &(part, hash, rule) in &limits {
+            let shard = shards[self.shard_of(hash)].as_ref();
+            let slot =
+                shard.and_then(|shard| shard.slots.find(hash, |slot| &*slot.key == part.key));
+            let found = slot
                 .filter(|slot| now < slot.idle_at)
                 .map(|slot| slot.state);
-                let transition = rule.apply(found.as_ref(), now, cost);
-                let outcome = Outcome {
-                    now,
-                    found,
-                    rule,
-                    decision: transition.decision,
-                };
-                (transition.state, outcome)
-            })
-            .collect();
-        let admitted = (decided.iter().zip(&limits))
-            .map(|((_, outcome), limit)| (outcome.decision.allowed, limit.4));
+            let decision = rule.apply(found.as_ref(), now, cost).decision;
+            outcomes.push(Outcome {
+                now,
+                found,
+                rule,
+                decision,
+            });
+        }
+        let admitted = (outcomes.iter().zip(&limits))
+            .map(|(outcome, (part, _, _))| (outcome.decision.allowed, part.dry_run));
         if admits(admitted) && !cost.is_peek() {
-            for ((state, outcome), &(key, hash, shard, rule, _)) in decided.iter().zip(&limits) {
-                if outcome.decision.allowed {
-                    let idle_at = rule.idle_at(state);
-                    shards[held(shard)].put(key, hash, *state, idle_at, now, &self.hasher);
+            for (outcome, &(part, hash, rule)) in outcomes.iter().zip(&limits) {
+                if let (true, Some(shard)) =
+                    (outcome.decision.allowed, &mut shards[self.shard_of(hash)])
+                {
+                    let state = rule.apply(outcome.found.as_ref(), now, cost).state;
+                    shard.put(
+                        part.key,
+                        hash,
+                        state,
+                        rule.idle_at(&state),
+                        now,
+                        &self.hasher,
+                    );
                 }
             }
         }
-        Ok(decided.into_iter().map(|(_, outcome)| outcome).collect())
+        Ok(outcomes)
     }
 
     /// [`Backend::reset`], done at once.
@@ -378,6 +393,8 @@ impl Shard {
     /// Inserts a new key (short enough to fit: see `max_key_len`), first making room if the shard is
     /// full, and now and then sweeping out idle keys (after as many inserts as there were keys at the
     /// last sweep, so O(1) per insert).
+    /// Not inlined: the cold path of `update` and `put` alike, a new key.
+    #[inline(never)]
     fn insert(&mut self, hash: u64, slot: Slot, now: u64, hasher: &HashState) {
         let bytes = slot.bytes();
         self.inserts_until_sweep = self.inserts_until_sweep.saturating_sub(1);

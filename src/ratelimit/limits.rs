@@ -138,7 +138,7 @@ pub(crate) fn check_new<'a>(
     if held.clone().any(|(other, _)| other == rule) {
         return Err(invalid(
             "limits",
-            format!("{rule:?}"),
+            rule.name().to_owned(),
             "the same limit twice",
         ));
     }

@@ -776,9 +776,9 @@ impl Ratelimit {
         };
         let outcomes = match self.backend.decide(&ask).await? {
             Verdict::Set(outcomes) if outcomes.len() == rules.len() => outcomes,
-            other => {
+            _ => {
                 return Err(Error::MalformedReply {
-                    message: format!("a set of {} limits answered {other:?}", rules.len()),
+                    message: format!("a set of {} limits answered otherwise", rules.len()),
                 })
             }
         };
@@ -818,17 +818,16 @@ impl Ratelimit {
             counts.remove(&key);
         }
         if !self.settings.others.is_empty() {
+            // One after the other: a reset is rare, and each limit's keys are its own.
             let others = self.other_keys(&key);
             let keys = std::iter::once(key.as_str()).chain(others.iter().map(String::as_str));
-            let rules = self.settings.limits().map(|(rule, _)| *rule);
-            let resets = keys.zip(rules).map(|(key, rule)| {
+            for (key, (rule, _)) in keys.zip(self.settings.limits()) {
                 if let Some(cache) = &self.settings.cache {
                     cache.remove(key);
                 }
-                self.backend.reset(key, rule)
-            });
-            let resets = futures_util::future::join_all(resets).await;
-            return resets.into_iter().collect();
+                self.backend.reset(key, *rule).await?;
+            }
+            return Ok(());
         }
         if let Local::Leases(leases) = &self.local {
             let voided = leases.void(&key);
@@ -893,26 +892,20 @@ impl Ratelimit {
 
     /// The rule each limit's decision applies and the dynamic limit key its script reads, the first's
     /// first. A script on a Redis Cluster cannot reach the dynamic limits, so with
-    /// [`KeyLayout::Cluster`] they are read first (together), as the script would read them, and
-    /// applied as the rules' capacities: a second round trip.
+    /// [`KeyLayout::Cluster`] they are read first, one after the other, as the script would read
+    /// them, and applied as the rules' capacities: a round trip more per limit.
     async fn decision_rules(&self) -> Result<Vec<(Algorithm, Option<&str>)>> {
-        let rules = self.rules();
-        if self.settings.key_layout != KeyLayout::Cluster {
-            return Ok(rules);
-        }
-        let read = rules.into_iter().map(|(rule, limit_key)| async move {
-            let Some(limit_key) = limit_key else {
-                return Ok((rule, None));
-            };
-            match self.backend.dynamic_capacity(limit_key, rule).await? {
-                Some(capacity) => Ok((with_dynamic_capacity(rule, capacity, limit_key)?, None)),
-                None => Ok((rule, None)),
+        let mut rules = self.rules();
+        if self.settings.key_layout == KeyLayout::Cluster {
+            for (rule, limit_key) in &mut rules {
+                if let Some(key) = limit_key.take() {
+                    if let Some(capacity) = self.backend.dynamic_capacity(key, *rule).await? {
+                        *rule = with_dynamic_capacity(*rule, capacity, key)?;
+                    }
+                }
             }
-        });
-        futures_util::future::join_all(read)
-            .await
-            .into_iter()
-            .collect()
+        }
+        Ok(rules)
     }
 
     /// The answer from the local counts, when they know `key`'s current window; a request they admit

@@ -98,9 +98,10 @@ impl<T: Transport> RedisBackend<T> {
                 Some(replies) if replies.len() == rules.len() => replies,
                 _ => return Err(malformed(&format!("the set script returned {reply}"))),
             };
-            let outcomes = (rules.iter().zip(replies))
-                .map(|(rule, reply)| outcome(*rule, &SET, reply, cost))
-                .collect::<Result<_>>()?;
+            let mut outcomes = Vec::with_capacity(rules.len());
+            for (rule, reply) in rules.iter().zip(replies) {
+                outcomes.push(outcome(*rule, &SET, reply, cost)?);
+            }
             Ok(Verdict::Set(outcomes))
         })
     }

@@ -29,31 +29,13 @@ pub fn js_rate_limit_headers(response: JsValue, options: JsValue) -> JsResult<Js
             &response,
         ));
     }
-    let success = get(&response, "success")?;
-    let Some(success) = success.as_bool() else {
-        return Err(type_error(
-            CONTEXT,
-            "success",
-            "must be a boolean",
-            &success,
-        ));
-    };
-    let limit = options::count(CONTEXT, "limit", &get(&response, "limit")?, true)?;
-    let remaining = get(&response, "remaining")?;
-    let remaining = options::number(CONTEXT, "remaining", "must be a number", &remaining)
-        .and_then(|left| {
-            if left.is_finite() && left >= 0.0 {
-                Ok(left)
-            } else {
-                Err(range_error(
-                    CONTEXT,
-                    "remaining",
-                    "must be a finite number from 0",
-                    &remaining,
-                ))
-            }
-        })?;
-    let reset = epoch_millis("reset", &get(&response, "reset")?)?;
+    let LimitResponse {
+        success,
+        limit,
+        remaining,
+        reset,
+        ..
+    } = numbers(&response, "")?;
     let limits = limits_of(&get(&response, "limits")?)?;
     let live = get(&response, "live")?;
 
@@ -84,16 +66,19 @@ pub fn js_rate_limit_headers(response: JsValue, options: JsValue) -> JsResult<Js
             Vec::new(),
         ),
         Some(windows) if windows.length() as usize == limits.len() => {
-            let windows = (windows.iter().enumerate())
-                .map(|(index, window)| {
-                    let field = format!("window[{index}]");
-                    let known = !window.is_undefined() && !window.is_null();
-                    known
-                        .then(|| options::duration(CONTEXT, &field, &window))
-                        .transpose()
-                })
-                .collect::<JsResult<_>>()?;
-            (None, windows)
+            let mut each = Vec::with_capacity(limits.len());
+            for (index, window) in windows.iter().enumerate() {
+                each.push(if window.is_undefined() || window.is_null() {
+                    None
+                } else {
+                    Some(options::duration(
+                        CONTEXT,
+                        &format!("window[{index}]"),
+                        &window,
+                    )?)
+                });
+            }
+            (None, each)
         }
         _ => {
             let text = if limits.is_empty() {
@@ -145,6 +130,34 @@ pub fn js_rate_limit_headers(response: JsValue, options: JsValue) -> JsResult<Js
     Ok(headers.into())
 }
 
+/// `{ success, limit, remaining, reset }` of `answer`, each field named after `path` in errors.
+fn numbers(answer: &JsValue, path: &str) -> JsResult<LimitResponse> {
+    let field = |name: &str| [path, name].concat();
+    let success = get(answer, "success")?;
+    let Some(success) = success.as_bool() else {
+        return Err(type_error(
+            CONTEXT,
+            &field("success"),
+            "must be a boolean",
+            &success,
+        ));
+    };
+    let limit = options::count(CONTEXT, &field("limit"), &get(answer, "limit")?, true)?;
+    let remaining = get(answer, "remaining")?;
+    let left = options::number(CONTEXT, &field("remaining"), "must be a number", &remaining)?;
+    if !(left.is_finite() && left >= 0.0) {
+        let rule = "must be a finite number from 0";
+        return Err(range_error(CONTEXT, &field("remaining"), rule, &remaining));
+    }
+    Ok(LimitResponse {
+        success,
+        limit,
+        remaining: left,
+        reset: epoch_millis(&field("reset"), &get(answer, "reset")?)?,
+        dry_run: false,
+    })
+}
+
 /// The answer's `limits`, each `{ success, limit, remaining, reset, dryRun }`: none when undefined.
 fn limits_of(limits: &JsValue) -> JsResult<Vec<LimitResponse>> {
     if limits.is_undefined() {
@@ -153,47 +166,28 @@ fn limits_of(limits: &JsValue) -> JsResult<Vec<LimitResponse>> {
     let Some(limits) = limits.dyn_ref::<Array>() else {
         return Err(type_error(CONTEXT, "limits", "must be an array", limits));
     };
-    (limits.iter().enumerate())
-        .map(|(index, limit)| {
-            let field = |name: &str| format!("limits[{index}].{name}");
-            if !limit.is_object() {
-                return Err(type_error(
-                    CONTEXT,
-                    &format!("limits[{index}]"),
-                    "must be an object",
-                    &limit,
-                ));
-            }
-            let flag = |name: &str| {
-                let value = get(&limit, name)?;
-                value
-                    .as_bool()
-                    .ok_or_else(|| type_error(CONTEXT, &field(name), "must be a boolean", &value))
-            };
-            let remaining = get(&limit, "remaining")?;
-            let remaining =
-                options::number(CONTEXT, &field("remaining"), "must be a number", &remaining)
-                    .and_then(|left| {
-                        if left.is_finite() && left >= 0.0 {
-                            Ok(left)
-                        } else {
-                            Err(range_error(
-                                CONTEXT,
-                                &field("remaining"),
-                                "must be a finite number from 0",
-                                &remaining,
-                            ))
-                        }
-                    })?;
-            Ok(LimitResponse {
-                success: flag("success")?,
-                limit: options::count(CONTEXT, &field("limit"), &get(&limit, "limit")?, true)?,
-                remaining,
-                reset: epoch_millis(&field("reset"), &get(&limit, "reset")?)?,
-                dry_run: flag("dryRun")?,
-            })
-        })
-        .collect()
+    let mut read = Vec::with_capacity(limits.length() as usize);
+    for (index, limit) in limits.iter().enumerate() {
+        let path = format!("limits[{index}].");
+        if !limit.is_object() {
+            let name = &path[..path.len() - 1];
+            return Err(type_error(CONTEXT, name, "must be an object", &limit));
+        }
+        let dry_run = get(&limit, "dryRun")?;
+        let Some(dry_run) = dry_run.as_bool() else {
+            return Err(type_error(
+                CONTEXT,
+                &(path + "dryRun"),
+                "must be a boolean",
+                &dry_run,
+            ));
+        };
+        read.push(LimitResponse {
+            dry_run,
+            ..numbers(&limit, &path)?
+        });
+    }
+    Ok(read)
 }
 
 /// A time in milliseconds since the Unix epoch: a finite number from 0, rounded up to a whole one.

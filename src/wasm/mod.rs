@@ -68,6 +68,7 @@ mod headers;
 mod in_place;
 mod ip_deny_list;
 mod limit_methods;
+mod limits;
 #[cfg(feature = "multi-region")]
 mod multi_region;
 mod options;

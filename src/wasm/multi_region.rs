@@ -49,6 +49,23 @@ impl JsMultiRegionRatelimit {
     pub fn new(config: JsValue) -> JsResult<JsMultiRegionRatelimit> {
         const CONTEXT: &str = "new MultiRegionRatelimit";
         let limiter = options::field(CONTEXT, "config", &config, false, "limiter")?;
+        if js_sys::Array::is_array(&limiter) {
+            return Err(type_error(
+                CONTEXT,
+                "limiter",
+                "must be one limiter: several limits decided all or nothing are Ratelimit's (each region would decide them apart)",
+                &limiter,
+            ));
+        }
+        let dry_run = get(&config, "dryRun")?;
+        if !dry_run.is_undefined() {
+            return Err(type_error(
+                CONTEXT,
+                "dryRun",
+                "is Ratelimit's: MultiRegionRatelimit has no dry run",
+                &dry_run,
+            ));
+        }
         options::known_keys(CONTEXT, &config, &MULTI_REGION_OPTIONS)?;
         for flag in ["cacheScripts", "enableTelemetry"] {
             shared::flag(CONTEXT, &config, flag)?;

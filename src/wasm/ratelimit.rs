@@ -7,6 +7,7 @@ use super::errors::{to_js_error, type_error};
 use super::in_place::InPlace;
 use super::ip_deny_list;
 use super::limit_methods::{self as methods, JsLimit};
+use super::limits::Limits;
 use super::options::{self, get, JsResult};
 use super::promise::promise;
 use super::protection;
@@ -16,7 +17,8 @@ use super::sleep::sleep;
 use crate::backend::{Backend, MemoryBackend};
 use crate::js::globals;
 use crate::ratelimit::{
-    Configure, Lease, Pending, Ratelimit, Remaining, Response, Settings, DEFAULT_CACHE_SIZE,
+    Configure, FailMode, Lease, Pending, Ratelimit, Remaining, Response, Settings,
+    DEFAULT_CACHE_SIZE,
 };
 use crate::redis::RedisBackend;
 use crate::transport::FetchTransport;
@@ -30,7 +32,7 @@ use wasm_bindgen::prelude::*;
 /// The options of `new Ratelimit`: its own, and those of `@upstash/ratelimit` it shares.
 /// `cacheScripts` has no effect in `@upstash/ratelimit` 2.x either (scripts always run by hash), and
 /// `enableTelemetry` none here (edgelimit sends no telemetry), so both values of each are honoured.
-const RATELIMIT_OPTIONS: [&str; 15] = [
+const RATELIMIT_OPTIONS: [&str; 16] = [
     "redis",
     "limiter",
     "prefix",
@@ -46,12 +48,14 @@ const RATELIMIT_OPTIONS: [&str; 15] = [
     "enableTelemetry",
     "lease",
     "localClock",
+    "dryRun",
 ];
 
 /// A rate limit: `new Ratelimit({ redis?, limiter, prefix?, keys?, ephemeralCache?, timeout?,
-/// failMode?, dynamicLimits?, enableProtection?, analytics?, denyListThreshold?, lease?, localClock? })`;
-/// `lease: { tokens, ttl }` leases units of hot identifiers (see `ratelimit::lease`); Redis's clock
-/// times the decisions unless `localClock: true`.
+/// failMode?, dynamicLimits?, enableProtection?, analytics?, denyListThreshold?, lease?, localClock?,
+/// dryRun? })`; `limiter` is one limiter or several decided all or nothing, and `dryRun` runs the
+/// limits dry (`limits.rs`); `lease: { tokens, ttl }` leases units of hot identifiers (see
+/// `ratelimit::lease`); Redis's clock times the decisions unless `localClock: true`.
 #[wasm_bindgen(js_name = Ratelimit)]
 pub struct JsRatelimit {
     inner: Rc<Ratelimit>,
@@ -75,7 +79,8 @@ impl JsRatelimit {
         for flag in ["cacheScripts", "enableTelemetry"] {
             shared::flag(CONTEXT, &config, flag)?;
         }
-        let (algorithm, cached) = algorithms::read(CONTEXT, &limiter)?;
+        let limits = Limits::read(CONTEXT, &limiter, &config)?;
+        let (algorithm, cached) = (limits.first, limits.cached);
         let prefix = shared::prefix(CONTEXT, &config)?;
         let key_layout = shared::key_layout(CONTEXT, &config)?;
         let cache = shared::ephemeral_cache(CONTEXT, &config)?;
@@ -89,6 +94,27 @@ impl JsRatelimit {
         }
         let timeout = shared::timeout(CONTEXT, &config)?;
         let fail_mode = shared::fail_mode(CONTEXT, &config)?;
+        if fail_mode == FailMode::Closed && limits.every_limit_runs_dry() {
+            return Err(type_error(
+                CONTEXT,
+                "failMode",
+                "cannot be \"closed\" when every limit runs dry (`dryRun`): a dry run admits every request",
+                &get(&config, "failMode")?,
+            ));
+        }
+        if limits.several() {
+            for option in ["lease", "enableProtection", "analytics"] {
+                let value = get(&config, option)?;
+                if !(value.is_undefined() || value == JsValue::FALSE) {
+                    return Err(type_error(
+                        CONTEXT,
+                        option,
+                        "cannot go with several limits in `limiter`",
+                        &value,
+                    ));
+                }
+            }
+        }
         let dynamic_limits = shared::flag(CONTEXT, &config, "dynamicLimits")?;
         if cached && dynamic_limits {
             // The peer's warning, word for word: both count alike in a mixed fleet.
@@ -122,7 +148,7 @@ impl JsRatelimit {
             _ => cached.then_some(DEFAULT_CACHE_SIZE),
         };
         settings.cache = cache.build();
-        let mut limiter = Ratelimit::from_settings(backend, settings);
+        let mut limiter = limits.apply(CONTEXT, Ratelimit::from_settings(backend, settings))?;
         // A cached fixed window counts in the cache's stead, as many identifiers as it would hold.
         if let Some(max_entries) = local_counts {
             limiter = limiter
