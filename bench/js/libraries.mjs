@@ -4,6 +4,8 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Ratelimit as PeerRatelimit } from "@upstash/ratelimit";
+
+export { PeerRatelimit };
 import { Redis as PeerRedis } from "@upstash/redis";
 import { linkPackage } from "../../scripts/link_pkg.mjs";
 

@@ -20,6 +20,7 @@ import { faultSection } from "./faults.mjs";
 import { firstCompileSection } from "./first_compile.mjs";
 import { frameworksSection } from "./frameworks.mjs";
 import { leaseSection } from "./lease.mjs";
+import { limitsSection } from "./limits.mjs";
 import { inMemorySection } from "./in_memory.mjs";
 import { pkgDir, peerName, root, version, window } from "./libraries.mjs";
 import { nativeSection } from "./native.mjs";
@@ -50,6 +51,7 @@ const config = smoke
         memory: { identifiers: 20, runMs: 300 },
       },
       frameworks: { rounds: 1 },
+      limits: { callers: [1, 64], cpuMs: 5, warmupMs: 5, e2eMs: 20, rounds: 1, over: { callers: 4, requests: 20, quota: 1000, burst: 5 } },
     }
   : {
       cpu: { callers, cellMs: 300, warmupMs: 1000, rounds: 5 },
@@ -66,6 +68,7 @@ const config = smoke
         memory: { identifiers: 200, runMs: 12_000 },
       },
       frameworks: { rounds: 5 },
+      limits: { callers: [1, 16, 64], cpuMs: 300, warmupMs: 1000, e2eMs: 2000, rounds: 5, over: { callers: 8, requests: 200, quota: 1000, burst: 20 } },
     };
 
 const started = performance.now();
@@ -83,6 +86,7 @@ const multiRegion = await multiRegionSection({ ...config.multiRegion, log });
 const faults = await faultSection({ ...config.faults, log });
 const edges = await edgesSection({ url, token, ...config.edges, log });
 const frameworks = await frameworksSection({ url, token, ...config.frameworks, log });
+const limits = await limitsSection({ url, token, ...config.limits, log });
 
 const results = {
   meta: {
@@ -114,6 +118,7 @@ const results = {
   faults,
   edges,
   frameworks,
+  limits,
 };
 checkNumbers(results);
 for (const row of cpu.rows) {

@@ -4,6 +4,7 @@
 import { faultsMarkdown } from "./faults.mjs";
 import { firstCompileMarkdown } from "./first_compile.mjs";
 import { frameworksMarkdown } from "./frameworks.mjs";
+import { limitsMarkdown } from "./limits.mjs";
 import { EDGELIMIT_MAX_KEYS } from "./in_memory.mjs";
 
 /** A number with as many digits as its size deserves. */
@@ -19,7 +20,7 @@ const kib = (bytes) => `${num(bytes / 1024)} KiB`;
 const mib = ({ median, min, max, rounds }) =>
   rounds > 1 ? `${num(median / 2 ** 20)} MiB (${num(min / 2 ** 20)}–${num(max / 2 ** 20)})` : `${num(median / 2 ** 20)} MiB`;
 
-const table = (header, rows) =>
+export const table = (header, rows) =>
   [`| ${header.join(" | ")} |`, `|${header.map((_, i) => (i ? "---:" : "---")).join("|")}|`, ...rows.map((r) => `| ${r.join(" | ")} |`)].join("\n");
 
 function cpuMarkdown({ rows, fakeCost }, peerName) {
@@ -298,7 +299,7 @@ ${num(m.bytesPerKey)} B of \`used_memory\` per counter with its expiry: ${perIde
 }
 
 /** The whole report as markdown. */
-export function markdown({ meta, cpu, inMemory, e2e, lease, native, size, coldStart, firstCompile, multiRegion, faults, edges, frameworks }) {
+export function markdown({ meta, cpu, inMemory, e2e, lease, native, size, coldStart, firstCompile, multiRegion, faults, edges, frameworks, limits }) {
   return `# edgelimit benchmarks
 
 ${meta.mode} run of ${meta.date}: Node ${meta.node}, ${meta.cpus} × ${meta.cpuModel}; edgelimit ${meta.edgelimit} from pkg/
@@ -330,5 +331,7 @@ ${faultsMarkdown(faults)}
 ${edgesMarkdown(edges)}
 
 ${frameworksMarkdown(frameworks)}
+
+${limitsMarkdown(limits, meta.config)}
 `;
 }
