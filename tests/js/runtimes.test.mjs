@@ -74,6 +74,16 @@ async function check(result, { prefix }, runtime) {
   for (const name of ["slidingWindow", "tokenBucket", "gcra", "cachedFixedWindow"]) {
     assert.deepEqual(decisions(result[name]), [allow(1, 2), allow(0, 2), deny(2)], name);
   }
+  // The set: admitted by both, then denied by the first and counted by neither (the quota's 4 left).
+  const quota = { success: true, limit: 5, remaining: 4 };
+  assert.deepEqual(result.set, [
+    { success: true, limit: 1, remaining: 0, limits: [{ success: true, limit: 1, remaining: 0 }, quota] },
+    { success: false, limit: 1, remaining: 0, limits: [{ success: false, limit: 1, remaining: 0 }, quota] },
+  ]);
+  assert.deepEqual(result.dryRun, [
+    { success: true, reason: null, live: { success: true, remaining: 0 } },
+    { success: true, reason: "dryRun", live: { success: false, remaining: 0 } },
+  ]);
   for (const name of ["fixedWindow", "slidingWindow", "tokenBucket", "gcra", "cachedFixedWindow"]) {
     assert.ok(result[name].every((decision) => decision.pendingIsPromise), `${name}: pending is a Promise`);
   }
@@ -93,11 +103,16 @@ async function check(result, { prefix }, runtime) {
     bucket: `${prefix}:bucket:user`,
     gcra: `${prefix}:gcra:user:gcra`,
     cached: `${prefix}:cached:user:${window}`,
+    set: `${prefix}:set:user:${window}`,
+    quota: `${prefix}:quota:user:${window}`,
+    dry: `${prefix}:dry:user:${window}`,
   };
   assert.deepEqual((await redis.keys(`${prefix}:*`)).sort(), Object.values(keys).sort());
   assert.equal(await redis.get(keys.fixed), 4, "four requests reached Redis, denied ones counted");
   assert.equal(await redis.get(keys.sliding), 2, "a denied request writes nothing");
   assert.equal(await redis.hget(keys.bucket, "tokens"), 0);
+  assert.deepEqual([await redis.get(keys.set), await redis.get(keys.quota)], [1, 1], "the denied call of the set is counted by neither");
+  assert.equal(await redis.get(keys.dry), 2, "the dry run counts as live: denied ones counted");
   assert.ok((await redis.get(keys.gcra)) > Date.now() * 1000, "the theoretical arrival time is ahead");
   // The locally answered call's write lands through waitUntil, possibly after the response.
   await eventually("the cachedFixedWindow write in pending", async () => (await redis.get(keys.cached)) === 2);

@@ -51,6 +51,29 @@ export async function scenario({ MultiRegionRatelimit, Ratelimit, Redis }, { url
     for (let i = 0; i < 3; i++) result[name].push(await decide(ratelimit, "user", waitUntil));
   }
 
+  // Two limits decided all or nothing: the second call, denied by the first limit, is counted by neither.
+  const set = new Ratelimit({
+    redis,
+    prefix: `${prefix}:set`,
+    limiter: [Ratelimit.slidingWindow(1, "1 d"), { limiter: Ratelimit.fixedWindow(5, "1 d"), prefix: `${prefix}:quota` }],
+    ephemeralCache: false,
+  });
+  result.set = [];
+  for (let i = 0; i < 2; i++) {
+    const answer = await set.limit("user");
+    await waitUntil(answer.pending);
+    const limits = answer.limits.map(({ success, limit, remaining }) => ({ success, limit, remaining }));
+    result.set.push({ success: answer.success, limit: answer.limit, remaining: answer.remaining, limits });
+  }
+  // A dry run decides and counts as live, admits, and says what live would have answered.
+  const dry = new Ratelimit({ redis, prefix: `${prefix}:dry`, limiter: Ratelimit.fixedWindow(1, "1 d"), dryRun: true, ephemeralCache: false });
+  result.dryRun = [];
+  for (let i = 0; i < 2; i++) {
+    const { success, reason, live, pending } = await dry.limit("user");
+    await waitUntil(pending);
+    result.dryRun.push({ success, reason: reason ?? null, live: { success: live.success, remaining: live.remaining } });
+  }
+
   // Every region is asked; the first to reply answers, and `pending` merges the request into the others.
   const multiRegion = new MultiRegionRatelimit({
     redis: regions.tokens.map((regionToken) => new Redis({ url: regions.url, token: regionToken })),
