@@ -79,6 +79,17 @@ export class Redis {
   free(): void;
 }
 
+/** One limit of a set: a limiter, or a limiter with its own key prefix and dry run. */
+export type LimitItem =
+  | Limiter
+  | {
+      limiter: Limiter;
+      /** The keys of this limit are `<prefix>:<identifier>…`; not on the first item (it uses `prefix`). */
+      prefix?: string;
+      /** Whether this limit runs dry (default: the limiter's `dryRun`). */
+      dryRun?: boolean;
+    };
+
 /** Options of `new Ratelimit(...)`. */
 export interface RatelimitConfig {
   /**
@@ -86,8 +97,23 @@ export interface RatelimitConfig {
    * 100 000 keys; nothing is shared between processes or isolates).
    */
   redis?: Redis | RedisConfig | UpstashRedis;
-  /** The algorithm, e.g. `Ratelimit.slidingWindow(10, "10 s")`. Required. */
-  limiter: Limiter;
+  /**
+   * The algorithm, e.g. `Ratelimit.slidingWindow(10, "10 s")`. Required. Or several limits, 1 to 8, decided
+   * all or nothing in one script call: `[Ratelimit.slidingWindow(10, "1 s"), { limiter:
+   * Ratelimit.fixedWindow(1000, "1 d"), prefix: "api:day" }]`. A request is admitted only if every live
+   * limit admits it, and a denied request is counted by none. The first limit's keys are under `prefix`;
+   * each other one's under its own `prefix` (default `<prefix>#<index>`), so a set can share the keys of
+   * `@upstash/ratelimit` instances with those prefixes. Not with `lease`, `enableProtection`,
+   * `analytics` or `cachedFixedWindow`; the same limit twice, or prefixes whose keys would meet, throw.
+   */
+  limiter: Limiter | readonly [LimitItem, ...LimitItem[]];
+  /**
+   * Runs every limit dry (default `false`; an item's own `dryRun` overrides it): decided and counted in
+   * Redis exactly as live, so switching to live changes nothing stored, but never denying. The answer
+   * then carries `live`, what live limits would have answered, and `reason: "dryRun"` when they would
+   * have denied. Not with `failMode: "closed"` when every limit runs dry.
+   */
+  dryRun?: boolean;
   /** Keys are `<prefix>:<identifier>`. Default `"@upstash/ratelimit"`, the same keys as `@upstash/ratelimit`. */
   prefix?: string;
   /**
@@ -231,9 +257,34 @@ export interface LimitResponse {
    * `"timeout"` or `"error"` (the fail mode decided), `"denyList"` (a value is in the deny list; then
    * `limit`, `remaining` and `reset` are 0, as `@upstash/ratelimit` answers from its cache).
    */
-  reason?: "timeout" | "cacheBlock" | "denyList" | "error";
+  reason?: "timeout" | "cacheBlock" | "denyList" | "error" | "dryRun";
   /** The value found in the deny list, when `reason` is `"denyList"`. */
   deniedValue?: string;
+  /**
+   * With several limits, each one's own answer, in the order of `limiter`; `limit`, `remaining` and
+   * `reset` above are those of the limit that binds (the first that denies, else the one with the least
+   * left). Absent when the ephemeral cache answered (`reason: "cacheBlock"`).
+   */
+  limits?: SetLimitResponse[];
+  /**
+   * When a limit runs dry: what the live limits would have answered (every limit live). `reason` is
+   * `"dryRun"` when the answer admits a request live limits would have denied.
+   */
+  live?: Pick<LimitResponse, "success" | "limit" | "remaining" | "reset" | "reason">;
+}
+
+/** One limit's answer among several (`LimitResponse.limits`). */
+export interface SetLimitResponse {
+  /** Whether this limit admits the request. */
+  success: boolean;
+  /** The limit. */
+  limit: number;
+  /** What is left of this limit after the request. */
+  remaining: number;
+  /** When this limit is next restored, in milliseconds since the Unix epoch. */
+  reset: number;
+  /** Whether this limit runs dry. */
+  dryRun: boolean;
 }
 
 /** The answer of `getRemaining`. */
@@ -244,6 +295,8 @@ export interface RemainingResponse {
   reset: number;
   /** The most the limit admits at once. */
   limit: number;
+  /** With several limits, each one's `{ remaining, reset, limit }`; the fields above are the binding one's. */
+  limits?: { remaining: number; reset: number; limit: number }[];
 }
 
 /** A rate limit applied to identifiers. */
@@ -323,7 +376,7 @@ export class Ratelimit {
 }
 
 /** Options of `new MultiRegionRatelimit(...)`: those of `Ratelimit`, with one Redis per region. */
-export interface MultiRegionRatelimitConfig extends Omit<RatelimitConfig, "redis" | "limiter"> {
+export interface MultiRegionRatelimitConfig extends Omit<RatelimitConfig, "redis" | "limiter" | "dryRun"> {
   /**
    * One Redis per region, at least one, each a separate database (never the same one twice). Every
    * region is asked at once; the first to reply answers. A `TypeError` names an entry that is not a
@@ -391,8 +444,13 @@ export interface RateLimitHeadersOptions {
    *   (`w` only with `window`), the syntax of drafts 08–11.
    */
   style?: "separate" | "draft-07" | "draft-11";
-  /** The limit's window (or period, or refill interval), for `RateLimit-Policy`. */
-  window?: Duration;
+  /**
+   * The limit's window (or period, or refill interval), for `RateLimit-Policy`; for an answer of several
+   * limits, one per limit (or `null`), in the order of its `limits`, each written as a policy.
+   */
+  window?: Duration | readonly (Duration | null)[];
+  /** Whether limits that run dry get headers: `"omit"` (default) or `"emit"`. */
+  dryRun?: "omit" | "emit";
 }
 
 /**
@@ -405,6 +463,6 @@ export interface RateLimitHeadersOptions {
  * Throws a `TypeError` (wrong type) or `RangeError` (out of range) naming a bad field.
  */
 export function rateLimitHeaders(
-  response: Pick<LimitResponse, "success" | "limit" | "remaining" | "reset">,
+  response: Pick<LimitResponse, "success" | "limit" | "remaining" | "reset"> & Partial<Pick<LimitResponse, "limits" | "live">>,
   options?: RateLimitHeadersOptions,
 ): Record<string, string>;
