@@ -135,6 +135,30 @@ test("a set's answers, getRemaining, resetUsedTokens and blockUntilReady, in Red
   }
 });
 
+test("each limit of a set reads the dynamic limit of its own prefix", { skip }, async () => {
+  const [first, second] = [`${run}:dynamic`, `${run}:dynamic-day`];
+  const ratelimit = new Ratelimit({
+    redis: new Redis({ url, token }),
+    prefix: first,
+    dynamicLimits: true,
+    ephemeralCache: false,
+    limiter: [Ratelimit.slidingWindow(10, "1 h"), { limiter: Ratelimit.fixedWindow(20, "1 d"), prefix: second }],
+  });
+  // The second limit's, as an @upstash/ratelimit instance with its prefix stores it.
+  const peer = new PeerRatelimit({ redis: new PeerRedis({ url, token, enableTelemetry: false }), limiter: PeerRatelimit.fixedWindow(20, "1 d"), prefix: second, dynamicLimits: true });
+  await peer.setDynamicLimit({ limit: 1 });
+  assert.deepEqual((await ratelimit.limit("user")).limits.map(({ success, limit }) => [success, limit]), [[true, 10], [true, 1]]);
+  const denied = await ratelimit.limit("user");
+  assert.deepEqual([denied.success, denied.limit, denied.limits[1].success], [false, 1, false]);
+  await peer.setDynamicLimit({ limit: false });
+  await ratelimit.setDynamicLimit({ limit: 0 });
+  const paused = await ratelimit.limit("other");
+  assert.deepEqual([paused.success, paused.limits[0].limit, paused.limits[1].limit], [false, 0, 20]);
+  assert.deepEqual(await ratelimit.getDynamicLimit(), { dynamicLimit: 0 });
+  await ratelimit.setDynamicLimit({ limit: false });
+  assert.equal((await ratelimit.limit("other")).success, true);
+});
+
 test("rateLimitHeaders writes every live limit of a set as a policy, and dry ones when told", { skip }, async () => {
   const ratelimit = new Ratelimit({
     redis: new Redis({ url, token }),
