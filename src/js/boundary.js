@@ -17,6 +17,35 @@ export function remainingResponse(remaining, reset, limit) {
 }
 
 /**
+ * Sets `answer.limits`, each limit's answer among several: `{ success, limit, remaining, reset, dryRun }`
+ * from each 5 numbers of `numbers` (the booleans as 1 or 0).
+ */
+export function setLimits(answer, numbers) {
+  const limits = [];
+  for (let at = 0; at < numbers.length; at += 5) {
+    const [success, limit, remaining, reset, dryRun] = numbers.subarray(at, at + 5);
+    limits.push({ success: success === 1, limit, remaining, reset, dryRun: dryRun === 1 });
+  }
+  answer.limits = limits;
+}
+
+/** Sets `answer.live`, what live limits would have answered: `{ success, limit, remaining, reset, reason? }`. */
+export function setLive(answer, success, limit, remaining, reset, reason) {
+  const live = { success, limit, remaining, reset };
+  if (reason !== undefined) live.reason = reason;
+  answer.live = live;
+}
+
+/** Sets `answer.limits` of `getRemaining()`: `{ remaining, reset, limit }` from each 3 numbers of `numbers`. */
+export function setRemainingLimits(answer, numbers) {
+  const limits = [];
+  for (let at = 0; at < numbers.length; at += 3) {
+    limits.push({ remaining: numbers[at], reset: numbers[at + 1], limit: numbers[at + 2] });
+  }
+  answer.limits = limits;
+}
+
+/**
  * Whether the string `text` is well-formed Unicode: no lone surrogate, which the text's UTF-8 for
  * Redis would turn into U+FFFD, making two identifiers one.
  */

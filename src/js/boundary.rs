@@ -21,6 +21,26 @@ extern "C" {
     #[wasm_bindgen(js_name = remainingResponse)]
     pub fn remaining_response(remaining: f64, reset: f64, limit: f64) -> JsValue;
 
+    /// Sets `answer.limits` from 5 numbers per limit: success, limit, remaining, reset, dry run (the
+    /// booleans as 1 or 0).
+    #[wasm_bindgen(js_name = setLimits)]
+    pub fn set_limits(answer: &JsValue, numbers: &[f64]);
+
+    /// Sets `answer.live`: `{ success, limit, remaining, reset, reason? }`.
+    #[wasm_bindgen(js_name = setLive)]
+    pub fn set_live(
+        answer: &JsValue,
+        success: bool,
+        limit: f64,
+        remaining: f64,
+        reset: f64,
+        reason: &JsValue,
+    );
+
+    /// Sets `answer.limits` of `getRemaining()` from 3 numbers per limit: remaining, reset, limit.
+    #[wasm_bindgen(js_name = setRemainingLimits)]
+    pub fn set_remaining_limits(answer: &JsValue, numbers: &[f64]);
+
     /// A limit option `limit()` does not know, as `limitRate` reports it.
     pub type UnknownOption;
 

@@ -3,8 +3,8 @@
 
 use super::promise::promise;
 use crate::js::boundary;
-use crate::ratelimit::{LimitResponse, Live, Pending, Remaining, Response};
-use js_sys::{Array, Object, Reflect};
+use crate::ratelimit::{Pending, Remaining, Response};
+use js_sys::{Object, Reflect};
 use wasm_bindgen::JsValue;
 
 /// `{ dynamicLimit }`: the stored limit, or `null`.
@@ -31,47 +31,33 @@ pub fn response_object(response: &Response, pending: &JsValue) -> JsValue {
         &reason,
     );
     if !response.limits.is_empty() {
-        let limits: Array = response.limits.iter().map(limit_object).collect();
-        let _ = Reflect::set(&object, &"limits".into(), &limits);
+        let numbers: Vec<f64> = (response.limits.iter())
+            .flat_map(|limit| {
+                [
+                    f64::from(u8::from(limit.success)),
+                    limit.limit as f64,
+                    limit.remaining,
+                    limit.reset as f64,
+                    f64::from(u8::from(limit.dry_run)),
+                ]
+            })
+            .collect();
+        boundary::set_limits(&object, &numbers);
     }
     if let Some(live) = &response.live {
-        let _ = Reflect::set(&object, &"live".into(), &live_object(live));
+        let reason = live
+            .reason
+            .map_or(JsValue::UNDEFINED, |reason| reason.as_str().into());
+        boundary::set_live(
+            &object,
+            live.success,
+            live.limit as f64,
+            live.remaining,
+            live.reset as f64,
+            &reason,
+        );
     }
     object
-}
-
-/// `{ success, limit, remaining, reset, dryRun }`, one limit's answer among several.
-fn limit_object(limit: &LimitResponse) -> JsValue {
-    object_of(&[
-        ("success", limit.success.into()),
-        ("limit", (limit.limit as f64).into()),
-        ("remaining", limit.remaining.into()),
-        ("reset", (limit.reset as f64).into()),
-        ("dryRun", limit.dry_run.into()),
-    ])
-}
-
-/// `{ success, limit, remaining, reset, reason? }`, what live limits would have answered.
-fn live_object(live: &Live) -> JsValue {
-    let object = object_of(&[
-        ("success", live.success.into()),
-        ("limit", (live.limit as f64).into()),
-        ("remaining", live.remaining.into()),
-        ("reset", (live.reset as f64).into()),
-    ]);
-    if let Some(reason) = live.reason {
-        let _ = Reflect::set(&object, &"reason".into(), &reason.as_str().into());
-    }
-    object
-}
-
-/// An object of `fields`, in order.
-fn object_of(fields: &[(&str, JsValue)]) -> JsValue {
-    let object = Object::new();
-    for (key, value) in fields {
-        let _ = Reflect::set(&object, &(*key).into(), value);
-    }
-    object.into()
 }
 
 /// `{ remaining, reset, limit, limits? }`, the answer of `getRemaining`; `limits`, each limit's
@@ -83,8 +69,10 @@ pub fn remaining_object(remaining: &Remaining) -> JsValue {
         remaining.limit as f64,
     );
     if !remaining.limits.is_empty() {
-        let limits: Array = remaining.limits.iter().map(remaining_object).collect();
-        let _ = Reflect::set(&object, &"limits".into(), &limits);
+        let numbers: Vec<f64> = (remaining.limits.iter())
+            .flat_map(|limit| [limit.remaining, limit.reset as f64, limit.limit as f64])
+            .collect();
+        boundary::set_remaining_limits(&object, &numbers);
     }
     object
 }
