@@ -9,11 +9,12 @@ use crate::ratelimit::{Pending, Remaining, Response};
 use crate::Result;
 use js_sys::Promise;
 use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::time::Duration;
 use wasm_bindgen::JsValue;
 
-/// What a limit class calls on the limit it wraps.
+/// What a limit class calls on the limit it wraps to decide: generic, on the hot path.
 pub trait JsLimit: 'static {
     /// Takes `rate` from `identifier`'s limit: the answer, and the work left after it, if any.
     fn limit(
@@ -21,32 +22,34 @@ pub trait JsLimit: 'static {
         identifier: &str,
         rate: f64,
     ) -> impl Future<Output = Result<(Response, Option<Pending>)>>;
+}
 
-    /// What `block_until_ready` answers: the last response, with any work left after it.
-    type Blocked;
+/// A future of a [`LimitMethods`] method, boxed.
+pub type Boxed<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + 'a>>;
 
+/// What a limit class calls on the limit it wraps off the hot path, as a trait object: each method
+/// below is built once for both classes.
+pub trait LimitMethods {
     /// Calls `limit` until `identifier` is admitted or `timeout` has passed, waiting as long as the
-    /// limit says.
-    fn block_until_ready(
-        &self,
-        identifier: &str,
+    /// limit says: the answer object of the last response, `{ success, limit, remaining, reset,
+    /// pending, reason? }`.
+    fn block_until_ready<'a>(
+        &'a self,
+        identifier: &'a str,
         timeout: Duration,
-    ) -> impl Future<Output = Result<Self::Blocked>>;
-
-    /// The answer object of `blockUntilReady`, `{ success, limit, remaining, reset, pending, reason? }`.
-    fn blocked_object(blocked: Self::Blocked) -> JsValue;
+    ) -> Boxed<'a, JsValue>;
 
     /// What `identifier` could take now.
-    fn get_remaining(&self, identifier: &str) -> impl Future<Output = Result<Remaining>>;
+    fn get_remaining<'a>(&'a self, identifier: &'a str) -> Boxed<'a, Remaining>;
 
     /// Forgets everything used by `identifier`.
-    fn reset_used_tokens(&self, identifier: &str) -> impl Future<Output = Result<()>>;
+    fn reset_used_tokens<'a>(&'a self, identifier: &'a str) -> Boxed<'a, ()>;
 
     /// Stores the dynamic limit, or removes it for `None`.
-    fn set_dynamic_limit(&self, limit: Option<u64>) -> impl Future<Output = Result<()>>;
+    fn set_dynamic_limit(&self, limit: Option<u64>) -> Boxed<'_, ()>;
 
     /// The stored dynamic limit, if any.
-    fn dynamic_limit(&self) -> impl Future<Output = Result<Option<u64>>>;
+    fn dynamic_limit(&self) -> Boxed<'_, Option<u64>>;
 }
 
 /// `limit(identifier, { rate }?)`: a Promise of `{ success, limit, remaining, reset, pending, reason? }`.
@@ -85,32 +88,29 @@ pub fn limit_with<L: JsLimit>(
 
 /// `blockUntilReady(identifier, timeout)`: a Promise of the first admission, or of the denial once
 /// waiting cannot help.
-pub fn block_until_ready<L: JsLimit>(
+pub fn block_until_ready(
     context: &'static str,
-    limiter: &Rc<L>,
+    limiter: Rc<dyn LimitMethods>,
     identifier: &JsValue,
     timeout: &JsValue,
 ) -> Promise {
     let arguments = arguments::block_arguments(context, identifier, timeout);
-    let limiter = Rc::clone(limiter);
     promise(Box::pin(async move {
         let (identifier, timeout) = arguments?;
-        let blocked = limiter
+        limiter
             .block_until_ready(&identifier, timeout)
             .await
-            .map_err(|error| to_js_error(context, &error))?;
-        Ok(L::blocked_object(blocked))
+            .map_err(|error| to_js_error(context, &error))
     }))
 }
 
 /// `getRemaining(identifier)`: a Promise of `{ remaining, reset, limit }`.
-pub fn get_remaining<L: JsLimit>(
+pub fn get_remaining(
     context: &'static str,
-    limiter: &Rc<L>,
+    limiter: Rc<dyn LimitMethods>,
     identifier: &JsValue,
 ) -> Promise {
     let identifier = arguments::identifier(context, identifier);
-    let limiter = Rc::clone(limiter);
     promise(Box::pin(async move {
         let remaining = limiter
             .get_remaining(&identifier?)
@@ -121,13 +121,12 @@ pub fn get_remaining<L: JsLimit>(
 }
 
 /// `resetUsedTokens(identifier)`: a Promise that settles once the identifier's state is gone.
-pub fn reset_used_tokens<L: JsLimit>(
+pub fn reset_used_tokens(
     context: &'static str,
-    limiter: &Rc<L>,
+    limiter: Rc<dyn LimitMethods>,
     identifier: &JsValue,
 ) -> Promise {
     let identifier = arguments::identifier(context, identifier);
-    let limiter = Rc::clone(limiter);
     promise(Box::pin(async move {
         limiter
             .reset_used_tokens(&identifier?)
@@ -139,13 +138,12 @@ pub fn reset_used_tokens<L: JsLimit>(
 
 /// `setDynamicLimit({ limit })`: a Promise that settles once `limit` is stored (or removed, for
 /// `limit: false`).
-pub fn set_dynamic_limit<L: JsLimit>(
+pub fn set_dynamic_limit(
     context: &'static str,
-    limiter: &Rc<L>,
+    limiter: Rc<dyn LimitMethods>,
     options: &JsValue,
 ) -> Promise {
     let limit = arguments::dynamic_limit_argument(context, options);
-    let limiter = Rc::clone(limiter);
     promise(Box::pin(async move {
         limiter
             .set_dynamic_limit(limit?)
@@ -156,8 +154,7 @@ pub fn set_dynamic_limit<L: JsLimit>(
 }
 
 /// `getDynamicLimit()`: a Promise of `{ dynamicLimit }`, the stored limit or `null`.
-pub fn get_dynamic_limit<L: JsLimit>(context: &'static str, limiter: &Rc<L>) -> Promise {
-    let limiter = Rc::clone(limiter);
+pub fn get_dynamic_limit(context: &'static str, limiter: Rc<dyn LimitMethods>) -> Promise {
     promise(Box::pin(async move {
         let limit = limiter
             .dynamic_limit()

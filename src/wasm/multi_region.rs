@@ -4,7 +4,7 @@
 use super::algorithms::{self, Kind};
 use super::answers;
 use super::errors::{to_js_error, type_error};
-use super::limit_methods::{self as methods, JsLimit};
+use super::limit_methods::{self as methods, Boxed, JsLimit, LimitMethods};
 use super::options::{self, get, JsResult};
 use super::redis::RedisConfig;
 use super::shared_options as shared;
@@ -13,7 +13,6 @@ use crate::multi_region::MultiRegionRatelimit;
 use crate::ratelimit::{Pending, Remaining, Response, Settings};
 use crate::transport::FetchTransport;
 use js_sys::{Array, Promise};
-use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;
 use wasm_bindgen::prelude::*;
@@ -147,7 +146,7 @@ impl JsMultiRegionRatelimit {
     pub fn block_until_ready(&self, identifier: JsValue, timeout: JsValue) -> Promise {
         methods::block_until_ready(
             "MultiRegionRatelimit.blockUntilReady",
-            &self.inner,
+            self.inner.clone(),
             &identifier,
             &timeout,
         )
@@ -159,7 +158,7 @@ impl JsMultiRegionRatelimit {
     pub fn get_remaining(&self, identifier: JsValue) -> Promise {
         methods::get_remaining(
             "MultiRegionRatelimit.getRemaining",
-            &self.inner,
+            self.inner.clone(),
             &identifier,
         )
     }
@@ -170,7 +169,7 @@ impl JsMultiRegionRatelimit {
     pub fn reset_used_tokens(&self, identifier: JsValue) -> Promise {
         methods::reset_used_tokens(
             "MultiRegionRatelimit.resetUsedTokens",
-            &self.inner,
+            self.inner.clone(),
             &identifier,
         )
     }
@@ -181,7 +180,7 @@ impl JsMultiRegionRatelimit {
     pub fn set_dynamic_limit(&self, options: JsValue) -> Promise {
         methods::set_dynamic_limit(
             "MultiRegionRatelimit.setDynamicLimit",
-            &self.inner,
+            self.inner.clone(),
             &options,
         )
     }
@@ -189,7 +188,7 @@ impl JsMultiRegionRatelimit {
     /// `getDynamicLimit()`: a Promise of `{ dynamicLimit }` from the first region to reply.
     #[wasm_bindgen(js_name = getDynamicLimit)]
     pub fn get_dynamic_limit(&self) -> Promise {
-        methods::get_dynamic_limit("MultiRegionRatelimit.getDynamicLimit", &self.inner)
+        methods::get_dynamic_limit("MultiRegionRatelimit.getDynamicLimit", self.inner.clone())
     }
 
     /// `MultiRegionRatelimit.fixedWindow(tokens, window)`.
@@ -224,34 +223,38 @@ impl JsLimit for MultiRegionRatelimit<FetchTransport> {
         let (response, pending) = self.limit_with_pending(identifier, rate).await?;
         Ok((response, Some(pending)))
     }
+}
 
-    type Blocked = (Response, Pending);
-
-    fn block_until_ready(
-        &self,
-        identifier: &str,
+impl LimitMethods for MultiRegionRatelimit<FetchTransport> {
+    fn block_until_ready<'a>(
+        &'a self,
+        identifier: &'a str,
         timeout: Duration,
-    ) -> impl Future<Output = crate::Result<(Response, Pending)>> {
-        MultiRegionRatelimit::block_until_ready(self, identifier, 1.0, timeout, sleep)
+    ) -> Boxed<'a, JsValue> {
+        Box::pin(async move {
+            let (response, pending) =
+                MultiRegionRatelimit::block_until_ready(self, identifier, 1.0, timeout, sleep)
+                    .await?;
+            Ok(answers::response_object(
+                &response,
+                &answers::pending_promise(Some(pending)),
+            ))
+        })
     }
 
-    fn blocked_object((response, pending): (Response, Pending)) -> JsValue {
-        answers::response_object(&response, &answers::pending_promise(Some(pending)))
+    fn get_remaining<'a>(&'a self, identifier: &'a str) -> Boxed<'a, Remaining> {
+        Box::pin(MultiRegionRatelimit::get_remaining(self, identifier))
     }
 
-    fn get_remaining(&self, identifier: &str) -> impl Future<Output = crate::Result<Remaining>> {
-        MultiRegionRatelimit::get_remaining(self, identifier)
+    fn reset_used_tokens<'a>(&'a self, identifier: &'a str) -> Boxed<'a, ()> {
+        Box::pin(MultiRegionRatelimit::reset_used_tokens(self, identifier))
     }
 
-    fn reset_used_tokens(&self, identifier: &str) -> impl Future<Output = crate::Result<()>> {
-        MultiRegionRatelimit::reset_used_tokens(self, identifier)
+    fn set_dynamic_limit(&self, limit: Option<u64>) -> Boxed<'_, ()> {
+        Box::pin(MultiRegionRatelimit::set_dynamic_limit(self, limit))
     }
 
-    fn set_dynamic_limit(&self, limit: Option<u64>) -> impl Future<Output = crate::Result<()>> {
-        MultiRegionRatelimit::set_dynamic_limit(self, limit)
-    }
-
-    fn dynamic_limit(&self) -> impl Future<Output = crate::Result<Option<u64>>> {
-        MultiRegionRatelimit::dynamic_limit(self)
+    fn dynamic_limit(&self) -> Boxed<'_, Option<u64>> {
+        Box::pin(MultiRegionRatelimit::dynamic_limit(self))
     }
 }

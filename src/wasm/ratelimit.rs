@@ -6,7 +6,7 @@ use super::answers;
 use super::errors::{to_js_error, type_error};
 use super::in_place::InPlace;
 use super::ip_deny_list;
-use super::limit_methods::{self as methods, JsLimit};
+use super::limit_methods::{self as methods, Boxed, JsLimit, LimitMethods};
 use super::limits::Limits;
 use super::options::{self, get, JsResult};
 use super::promise::promise;
@@ -211,7 +211,7 @@ impl JsRatelimit {
     pub fn block_until_ready(&self, identifier: JsValue, timeout: JsValue) -> Promise {
         methods::block_until_ready(
             "Ratelimit.blockUntilReady",
-            &self.inner,
+            self.inner.clone(),
             &identifier,
             &timeout,
         )
@@ -221,25 +221,25 @@ impl JsRatelimit {
     /// under this prefix, or removes it for `limit: false`. Needs `dynamicLimits: true`.
     #[wasm_bindgen(js_name = setDynamicLimit)]
     pub fn set_dynamic_limit(&self, options: JsValue) -> Promise {
-        methods::set_dynamic_limit("Ratelimit.setDynamicLimit", &self.inner, &options)
+        methods::set_dynamic_limit("Ratelimit.setDynamicLimit", self.inner.clone(), &options)
     }
 
     /// `getDynamicLimit()`: a Promise of `{ dynamicLimit }`, the stored limit or `null`.
     #[wasm_bindgen(js_name = getDynamicLimit)]
     pub fn get_dynamic_limit(&self) -> Promise {
-        methods::get_dynamic_limit("Ratelimit.getDynamicLimit", &self.inner)
+        methods::get_dynamic_limit("Ratelimit.getDynamicLimit", self.inner.clone())
     }
 
     /// `getRemaining(identifier)`: a Promise of `{ remaining, reset, limit }`.
     #[wasm_bindgen(js_name = getRemaining)]
     pub fn get_remaining(&self, identifier: JsValue) -> Promise {
-        methods::get_remaining("Ratelimit.getRemaining", &self.inner, &identifier)
+        methods::get_remaining("Ratelimit.getRemaining", self.inner.clone(), &identifier)
     }
 
     /// `resetUsedTokens(identifier)`: a Promise that settles once the identifier's state is gone.
     #[wasm_bindgen(js_name = resetUsedTokens)]
     pub fn reset_used_tokens(&self, identifier: JsValue) -> Promise {
-        methods::reset_used_tokens("Ratelimit.resetUsedTokens", &self.inner, &identifier)
+        methods::reset_used_tokens("Ratelimit.resetUsedTokens", self.inner.clone(), &identifier)
     }
 
     /// `returnLeases()`: ends every lease this instance holds (`lease`); a Promise, never rejected,
@@ -386,35 +386,35 @@ impl JsLimit for Ratelimit {
     ) -> impl Future<Output = crate::Result<(Response, Option<Pending>)>> {
         self.limit_with_pending(identifier, rate)
     }
+}
 
-    type Blocked = Response;
-
-    fn block_until_ready(
-        &self,
-        identifier: &str,
+impl LimitMethods for Ratelimit {
+    fn block_until_ready<'a>(
+        &'a self,
+        identifier: &'a str,
         timeout: Duration,
-    ) -> impl Future<Output = crate::Result<Response>> {
-        Ratelimit::block_until_ready(self, identifier, 1.0, timeout, sleep)
+    ) -> Boxed<'a, JsValue> {
+        Box::pin(async move {
+            let response =
+                Ratelimit::block_until_ready(self, identifier, 1.0, timeout, sleep).await?;
+            Ok(answers::response_object(&response, &JsValue::UNDEFINED))
+        })
     }
 
-    fn blocked_object(response: Response) -> JsValue {
-        answers::response_object(&response, &JsValue::UNDEFINED)
+    fn get_remaining<'a>(&'a self, identifier: &'a str) -> Boxed<'a, Remaining> {
+        Box::pin(Ratelimit::get_remaining(self, identifier))
     }
 
-    fn get_remaining(&self, identifier: &str) -> impl Future<Output = crate::Result<Remaining>> {
-        Ratelimit::get_remaining(self, identifier)
+    fn reset_used_tokens<'a>(&'a self, identifier: &'a str) -> Boxed<'a, ()> {
+        Box::pin(Ratelimit::reset_used_tokens(self, identifier))
     }
 
-    fn reset_used_tokens(&self, identifier: &str) -> impl Future<Output = crate::Result<()>> {
-        Ratelimit::reset_used_tokens(self, identifier)
+    fn set_dynamic_limit(&self, limit: Option<u64>) -> Boxed<'_, ()> {
+        Box::pin(Ratelimit::set_dynamic_limit(self, limit))
     }
 
-    fn set_dynamic_limit(&self, limit: Option<u64>) -> impl Future<Output = crate::Result<()>> {
-        Ratelimit::set_dynamic_limit(self, limit)
-    }
-
-    fn dynamic_limit(&self) -> impl Future<Output = crate::Result<Option<u64>>> {
-        Ratelimit::dynamic_limit(self)
+    fn dynamic_limit(&self) -> Boxed<'_, Option<u64>> {
+        Box::pin(Ratelimit::dynamic_limit(self))
     }
 }
 
