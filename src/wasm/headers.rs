@@ -170,7 +170,7 @@ fn limits_of(limits: &JsValue) -> JsResult<Vec<LimitResponse>> {
     for (index, limit) in limits.iter().enumerate() {
         let path = format!("limits[{index}].");
         if !limit.is_object() {
-            let name = &path[..path.len() - 1];
+            let name = path.strip_suffix('.').unwrap_or(&path);
             return Err(type_error(CONTEXT, name, "must be an object", &limit));
         }
         let dry_run = get(&limit, "dryRun")?;
