@@ -60,8 +60,8 @@ mod wasm;
 
 pub use algorithm::{Algorithm, Cost, FixedWindow, Gcra, Policy, SlidingWindow, TokenBucket};
 pub use backend::{
-    Ask, Backend, Closing, Decided, Events, Guard, LeaseBackend, MemoryBackend, Outcome, Part,
-    ProtectedBackend, Renewal, Set, Verdict, With,
+    AsBackend, Ask, Backend, Closing, Decided, Events, Guard, LeaseBackend, MemoryBackend, Outcome,
+    Part, ProtectedBackend, Renewal, Set, Verdict, With,
 };
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;

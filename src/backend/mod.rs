@@ -38,7 +38,7 @@ use std::time::Duration;
 /// [`Backend::time_until_available`] on a peek. A store that also keeps deny lists and analytics, or
 /// leases (Redis), decides the [`Ask`]s that carry them ([`With`]) and offers the rest of them through
 /// [`Backend::protected`] and [`Backend::leases`].
-pub trait Backend: MaybeSendSync {
+pub trait Backend: MaybeSendSync + AsBackend {
     /// Atomically decides `ask`: a request of `ask.cost` on `ask.key` under `ask.rule`, with the
     /// capacity replaced by the limit stored under `ask.limit_key` when one is given and set (the
     /// dynamic limits of `@upstash/ratelimit`), and what `ask.with` adds. A peek ([`Cost::PEEK`])
@@ -107,7 +107,7 @@ pub trait Backend: MaybeSendSync {
         cost: f64,
         params: Algorithm,
     ) -> BoxFuture<'a, Result<Decision>> {
-        checked_decision(self, key, cost, params, None)
+        Box::pin(checked_decision(self.as_backend(), key, cost, params, None))
     }
 
     /// Like [`Backend::acquire`], with the capacity replaced by the limit stored under `limit_key` when
@@ -119,15 +119,18 @@ pub trait Backend: MaybeSendSync {
         params: Algorithm,
         limit_key: &'a str,
     ) -> BoxFuture<'a, Result<Decision>> {
-        checked_decision(self, key, cost, params, Some(limit_key))
+        Box::pin(checked_decision(
+            self.as_backend(),
+            key,
+            cost,
+            params,
+            Some(limit_key),
+        ))
     }
 
     /// What `key` could take now without waiting.
     fn available<'a>(&'a self, key: &'a str, params: Algorithm) -> BoxFuture<'a, Result<f64>> {
-        Box::pin(async move {
-            let peek = peek(self, key, params).await?;
-            Ok(peek.rule.available(peek.found.as_ref(), peek.now))
-        })
+        Box::pin(available(self.as_backend(), key, params))
     }
 
     /// How long until `cost` would be admitted on `key` if nothing else happens; an error if never.
@@ -137,38 +140,63 @@ pub trait Backend: MaybeSendSync {
         cost: f64,
         params: Algorithm,
     ) -> BoxFuture<'a, Result<Duration>> {
-        Box::pin(async move {
-            let cost = params.cost(cost)?;
-            let peek = peek(self, key, params).await?;
-            peek.rule.time_until(peek.found.as_ref(), peek.now, cost)
-        })
+        Box::pin(time_until_available(self.as_backend(), key, cost, params))
+    }
+}
+
+/// Any store as a `dyn Backend`, which the methods [`Backend`] builds on its own take: one body for
+/// every store instead of one per store type. Implemented for every sized store.
+pub trait AsBackend {
+    /// The store as a trait object.
+    fn as_backend(&self) -> &dyn Backend;
+}
+
+impl<B: Backend> AsBackend for B {
+    fn as_backend(&self) -> &dyn Backend {
+        self
     }
 }
 
 /// `cost` checked for `params`, then decided on `key` (with the dynamic limit under `limit_key`) at
 /// the store's time.
-fn checked_decision<'a, B: Backend + ?Sized>(
-    backend: &'a B,
-    key: &'a str,
+async fn checked_decision(
+    backend: &dyn Backend,
+    key: &str,
     cost: f64,
     params: Algorithm,
-    limit_key: Option<&'a str>,
-) -> BoxFuture<'a, Result<Decision>> {
-    Box::pin(async move {
-        let ask = Ask {
-            key,
-            cost: params.cost(cost)?,
-            rule: params,
-            limit_key,
-            now: backend.now_micros(),
-            with: With::Nothing,
-        };
-        Ok(backend.decide(&ask).await?.into_outcome()?.decision)
-    })
+    limit_key: Option<&str>,
+) -> Result<Decision> {
+    let ask = Ask {
+        key,
+        cost: params.cost(cost)?,
+        rule: params,
+        limit_key,
+        now: backend.now_micros(),
+        with: With::Nothing,
+    };
+    Ok(backend.decide(&ask).await?.into_outcome()?.decision)
+}
+
+/// What `key` could take now without waiting.
+async fn available(backend: &dyn Backend, key: &str, params: Algorithm) -> Result<f64> {
+    let peek = peek(backend, key, params).await?;
+    Ok(peek.rule.available(peek.found.as_ref(), peek.now))
+}
+
+/// How long until `cost` would be admitted on `key`.
+async fn time_until_available(
+    backend: &dyn Backend,
+    key: &str,
+    cost: f64,
+    params: Algorithm,
+) -> Result<Duration> {
+    let cost = params.cost(cost)?;
+    let peek = peek(backend, key, params).await?;
+    peek.rule.time_until(peek.found.as_ref(), peek.now, cost)
 }
 
 /// What a peek on `key` finds, at the store's time.
-async fn peek<B: Backend + ?Sized>(backend: &B, key: &str, params: Algorithm) -> Result<Outcome> {
+async fn peek(backend: &dyn Backend, key: &str, params: Algorithm) -> Result<Outcome> {
     let ask = Ask {
         key,
         cost: Cost::PEEK,
