@@ -335,7 +335,7 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
                                 limit_key => (rule, limit_key),
                             };
                             region::decide(
-                                &region, &rule, &plan, now, &id, cost, limit_key, elapsed,
+                                &region, &rule, &plan, now, &id, cost, limit_key, &elapsed,
                             )
                             .await
                         }

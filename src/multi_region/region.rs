@@ -104,7 +104,7 @@ pub async fn decide<T: Transport>(
     field: &str,
     cost: Cost,
     limit_key: Option<&str>,
-    elapsed: impl Fn() -> Duration,
+    elapsed: &(dyn Fn() -> Duration + Sync),
 ) -> Result<Decided> {
     let mut keys: Strings = plan.keys.iter().collect();
     if let Some(limit_key) = limit_key {
@@ -196,7 +196,7 @@ pub async fn merge<T: Transport>(
     // A merge runs in `pending`, which no answer waits for: its EVAL after a NOSCRIPT gets a whole
     // timeout of its own.
     MULTI_MERGE
-        .run(client, &std::iter::once(key).collect(), &args, || {
+        .run(client, &std::iter::once(key).collect(), &args, &|| {
             Duration::ZERO
         })
         .await

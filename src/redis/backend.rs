@@ -84,7 +84,7 @@ impl<T: Transport> RedisBackend<T> {
         let (rule, cost, sent) = (ask.rule, ask.cost, ask.now);
         let elapsed = self.elapsed();
         Box::pin(async move {
-            let reply = script.run(&self.client, &keys, &args, elapsed).await?;
+            let reply = script.run(&self.client, &keys, &args, &elapsed).await?;
             let outcome = match decided_first(rule, &reply, cost, sent) {
                 Some(outcome) => outcome,
                 None => outcome(rule, script, &reply, cost)?,
@@ -95,9 +95,10 @@ impl<T: Transport> RedisBackend<T> {
 
     /// How long a call started now has taken, on this store's clock, for a retry to fit in what the
     /// call's timeout leaves (see [`Script::run`]).
-    pub(super) fn elapsed(&self) -> impl Fn() -> Duration + '_ {
-        let start = self.clock.now_micros();
-        move || Duration::from_micros(self.clock.now_micros().saturating_sub(start))
+    pub(super) fn elapsed(&self) -> impl Fn() -> Duration + Sync + '_ {
+        let clock = &*self.clock;
+        let start = clock.now_micros();
+        move || Duration::from_micros(clock.now_micros().saturating_sub(start))
     }
 
     /// The script deciding `ask` (its rule, cost, key and dynamic limit, at its time), its keys and

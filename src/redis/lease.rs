@@ -67,7 +67,7 @@ impl<T: Transport> RedisBackend<T> {
         let (rule, cost) = (ask.rule, ask.cost);
         let elapsed = self.elapsed();
         Box::pin(async move {
-            let reply = script.run(self.client(), &keys, &args, elapsed).await?;
+            let reply = script.run(self.client(), &keys, &args, &elapsed).await?;
             let (outcome, units) = decided(rule, script, &reply, cost, Some(want))?;
             let id = reply
                 .as_array()
@@ -114,7 +114,7 @@ impl<T: Transport> LeaseBackend for RedisBackend<T> {
                 args.push(id);
             }
             LEASE_RESET
-                .run(self.client(), &keys, &args, elapsed)
+                .run(self.client(), &keys, &args, &elapsed)
                 .await
                 .map(drop)
         })

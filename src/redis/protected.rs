@@ -103,7 +103,7 @@ impl<T: Transport> RedisBackend<T> {
         let events_key = guard.events.map(|events| events.key.to_owned());
         let elapsed = self.elapsed();
         Box::pin(async move {
-            let reply = script.run(self.client(), &keys, &args, elapsed).await?;
+            let reply = script.run(self.client(), &keys, &args, &elapsed).await?;
             if let Some([Reply::Text(tag), Reply::Text(failure), decided]) = reply.as_array() {
                 if tag == "eventFailed" {
                     let outcome = outcome(rule, script, decided, cost)?;

@@ -67,13 +67,14 @@ impl Script {
     /// also caches the script for the next calls) — by one caller at a time per server: the others
     /// send EVALSHA again after its EVAL, and EVAL only if that meets NOSCRIPT too (the loading
     /// EVAL was sent apart, or failed). The transport's timeout bounds them all together: `elapsed`
-    /// says how long the call has taken, and each retry gets what is left.
+    /// says how long the call has taken, and each retry gets what is left (a trait object: one body
+    /// for every caller).
     pub async fn run<T: Transport>(
         &self,
         client: &RestClient<T>,
         keys: &Strings,
         args: &Strings,
-        elapsed: impl Fn() -> Duration,
+        elapsed: &(dyn Fn() -> Duration + Sync),
     ) -> Result<Reply> {
         let mut count = itoa::Buffer::new();
         let count = count.format(keys.len());
@@ -84,13 +85,13 @@ impl Script {
         }
         let eval = call("EVAL", self.source());
         if let Some(_loading) = client.load(self.sha1) {
-            return retry(client, eval, &elapsed).await;
+            return retry(client, eval, elapsed).await;
         }
-        let reply = retry(client, call("EVALSHA", self.sha1), &elapsed).await;
+        let reply = retry(client, call("EVALSHA", self.sha1), elapsed).await;
         if !no_script(&reply) {
             return reply;
         }
-        retry(client, eval, &elapsed).await
+        retry(client, eval, elapsed).await
     }
 }
 
@@ -103,7 +104,7 @@ fn no_script(reply: &Result<Reply>) -> bool {
 async fn retry<T: Transport>(
     client: &RestClient<T>,
     command: String,
-    elapsed: &impl Fn() -> Duration,
+    elapsed: &(dyn Fn() -> Duration + Sync),
 ) -> Result<Reply> {
     let within = client
         .transport()

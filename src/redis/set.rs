@@ -93,7 +93,7 @@ impl<T: Transport> RedisBackend<T> {
         let cost = ask.cost;
         let elapsed = self.elapsed();
         Box::pin(async move {
-            let reply = SET.run(self.client(), &keys, &args, elapsed).await?;
+            let reply = SET.run(self.client(), &keys, &args, &elapsed).await?;
             let replies = match reply.as_array() {
                 Some(replies) if replies.len() == rules.len() => replies,
                 _ => return Err(malformed(&format!("the set script returned {reply}"))),
