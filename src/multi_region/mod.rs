@@ -351,9 +351,16 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
             while let Some((index, event)) = flight.next().await {
                 match event {
                     Event::Decided(Ok(decided)) => {
-                        let due = merge.heard(index, held(&decided, &id));
-                        self.known.learn(&plan.keys[0], merge.union());
-                        self.start_writes(&mut flight, &plan, due);
+                        let region = (index, &decided);
+                        heard(
+                            &mut merge,
+                            &self.known,
+                            &mut flight,
+                            &self.regions,
+                            &plan,
+                            region,
+                            &id,
+                        );
                         answer = Some(decided);
                         break;
                     }
@@ -369,23 +376,21 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
             let pending: Pending = Box::pin(async move {
                 while let Some((index, event)) = flight.next().await {
                     if let Event::Decided(Ok(decided)) = event {
-                        let due = merge.heard(index, held(&decided, &id));
-                        known.learn(&plan.keys[0], merge.union());
-                        for delta in due {
-                            push_write(&mut flight, &regions, &plan, delta);
-                        }
+                        let region = (index, &decided);
+                        heard(
+                            &mut merge,
+                            &known,
+                            &mut flight,
+                            &regions,
+                            &plan,
+                            region,
+                            &id,
+                        );
                     }
                 }
             });
             Ok((decision, pending))
         })
-    }
-
-    /// Starts the merge writes `due`, in `flight`.
-    fn start_writes(&self, flight: &mut Flight<Event>, plan: &Arc<Plan>, due: Vec<Delta>) {
-        for delta in due {
-            push_write(flight, &self.regions, plan, delta);
-        }
     }
 
     /// Runs `command` in every region at once: with `first`, the first success (or the first error
@@ -475,6 +480,26 @@ impl<T: Transport + 'static> MultiRegionRatelimit<T> {
         self.settings
             .write_key(identifier, SharedKeys::default(), &mut key)?;
         Ok(key)
+    }
+}
+
+/// Takes in the decision `decided` of region `index` (request `id`): joins it to `merge`, learns the
+/// union, and starts in `flight` the merge writes now due. One body for the answer and the pending
+/// merge, which both hear regions.
+#[inline(never)]
+fn heard<T: Transport + 'static>(
+    merge: &mut Merge,
+    known: &Known,
+    flight: &mut Flight<Event>,
+    regions: &[Arc<RestClient<T>>],
+    plan: &Arc<Plan>,
+    (index, decided): (usize, &Decided),
+    id: &str,
+) {
+    let due = merge.heard(index, held(decided, id));
+    known.learn(&plan.keys[0], merge.union());
+    for delta in due {
+        push_write(flight, regions, plan, delta);
     }
 }
 
