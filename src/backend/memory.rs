@@ -235,6 +235,7 @@ impl MemoryBackend {
     /// keys locked together, in the order of their indexes (so that two sets never wait for each
     /// other), each limit decided on its state, then the states of those that admit stored if the set
     /// admits ([`admits`]; a peek only reads).
+    #[inline(never)]
     fn decide_set(&self, ask: &Ask<'_>, set: Set<'_>) -> Result<Vec<Outcome>> {
         let own = Part {
             key: ask.key,

@@ -363,10 +363,10 @@ impl Ratelimit {
         now: u64,
         checks: Checks<'a>,
     ) -> Limited<'a> {
-        let limited = self.decide_live(key, cost, now, checks);
         if !self.settings.runs_dry() {
-            return limited;
+            return self.decide_live(key, cost, now, checks);
         }
+        let limited = self.decide_live(key, cost, now, checks);
         let every_limit = self.settings.every_limit_runs_dry();
         let dry = move |answer: Answer| Answer {
             response: limits::dry_run(answer.response, every_limit),
@@ -458,32 +458,38 @@ impl Ratelimit {
         if cluster && self.applied_limit_key().is_some() {
             return Limited::Later(Box::pin(async move {
                 match self.decision_rules().await {
-                    Ok(rules) => self.ask(asking, &rules).await,
+                    Ok(rules) => self.ask(asking, rules[0], &rules[1..]).await,
                     Err(error) => self.failed(&asking, error),
                 }
             }));
         }
-        self.ask(asking, &self.rules())
+        let rule = (self.settings.algorithm, self.applied_limit_key());
+        self.ask(asking, rule, &self.other_rules())
     }
 
     /// Each limit's rule and the dynamic limit key its decision reads, the first's first.
     fn rules(&self) -> Vec<(Algorithm, Option<&str>)> {
-        let others =
-            (self.settings.others.iter()).map(|member| (member.rule, member.limit_key.as_deref()));
         std::iter::once((self.settings.algorithm, self.applied_limit_key()))
-            .chain(others)
+            .chain(self.other_rules())
             .collect()
     }
 
-    /// The store's decision of `asking` under each limit's rule (with the dynamic limit under its
-    /// key), the first's first in `rules`, with the guard of protection, the lease or the other
-    /// limits it carries, and its answer.
-    fn ask<'a>(&'a self, asking: Asking<'a>, rules: &[(Algorithm, Option<&str>)]) -> Limited<'a> {
-        let [(rule, limit_key), others @ ..] = rules else {
-            return Limited::now(Err(Error::Unsupported {
-                what: "a decision of no limit".to_owned(),
-            }));
-        };
+    /// The rule and dynamic limit key of each limit after the first (no allocation for one limit).
+    fn other_rules(&self) -> Vec<(Algorithm, Option<&str>)> {
+        (self.settings.others.iter())
+            .map(|member| (member.rule, member.limit_key.as_deref()))
+            .collect()
+    }
+
+    /// The store's decision of `asking` under the first limit's `rule` (with the dynamic limit under
+    /// its key) and the `others`' rules, with the guard of protection, the lease or the other limits
+    /// it carries, and its answer.
+    fn ask<'a>(
+        &'a self,
+        asking: Asking<'a>,
+        (rule, limit_key): (Algorithm, Option<&str>),
+        others: &[(Algorithm, Option<&str>)],
+    ) -> Limited<'a> {
         let parts = self.parts(others, &asking.others);
         let deny_key =
             (self.protection.protects()).then(|| deny_list::all_key(self.settings.prefix()));
@@ -505,8 +511,8 @@ impl Ratelimit {
         let ask = Ask {
             key: asking.key,
             cost: asking.cost,
-            rule: *rule,
-            limit_key: *limit_key,
+            rule,
+            limit_key,
             now: asking.now,
             with,
         };
@@ -514,7 +520,7 @@ impl Ratelimit {
         drop(parts);
         match decided {
             Decided::Now(verdict) => Limited::now(self.answered(
-                asking,
+                &asking,
                 verdict.unwrap_or_else(|| {
                     Err(Error::Unsupported {
                         what: "an answer given at once, taken".to_owned(),
@@ -523,7 +529,7 @@ impl Ratelimit {
             )),
             Decided::Later(verdict) => {
                 Limited::Later(Box::pin(
-                    async move { self.answered(asking, verdict.await) },
+                    async move { self.answered(&asking, verdict.await) },
                 ))
             }
         }
@@ -531,13 +537,13 @@ impl Ratelimit {
 
     /// The answer of the store's `verdict` on `asking`: what the local caches keep of it, the lease it
     /// reserved, the value a deny list found, or the fail mode's answer to an outage.
-    fn answered(&self, asking: Asking<'_>, verdict: Result<Verdict>) -> Result<Answer> {
+    fn answered(&self, asking: &Asking<'_>, verdict: Result<Verdict>) -> Result<Answer> {
         let (key, now) = (asking.key, asking.now);
-        let outcome = match verdict {
-            Ok(Verdict::Decided(outcome)) => outcome,
+        let decision = match verdict {
+            Ok(Verdict::Decided(Outcome { decision, .. })) => decision,
             Ok(Verdict::Unrecorded(outcome, error)) => {
                 self.protection.unrecorded(&error);
-                outcome
+                outcome.decision
             }
             Ok(Verdict::Denied(found)) => {
                 return Ok(self
@@ -545,18 +551,18 @@ impl Ratelimit {
                     .denied_found(asking.checks.values, &found, now / 1_000));
             }
             Ok(Verdict::Leased { outcome, units, id }) => {
-                return Ok(self.leased(&asking, &outcome, units, id));
+                return Ok(self.leased(asking, &outcome, units, id));
             }
-            Ok(Verdict::Set(outcomes)) => return self.set_answered(&asking, &outcomes),
+            Ok(Verdict::Set(outcomes)) => return self.set_answered(asking, &outcomes),
             Err(error) => {
                 if let Some(counts) = self.counts() {
                     counts.remove(key); // nothing learnt: the backend is asked next time
                 }
-                return self.failed(&asking, error);
+                return self.failed(asking, error);
             }
         };
-        self.learn(key, asking.cost, &outcome.decision, now);
-        Ok(Answer::of(Response::decided(outcome.decision)))
+        self.learn(key, asking.cost, &decision, now);
+        Ok(Answer::of(Response::decided(decision)))
     }
 
     /// The limits after the first as a store is asked them: each one's rule and dynamic limit key in
@@ -586,6 +592,7 @@ impl Ratelimit {
 
     /// The answer of a set's `outcomes` on `asking`, each limit's in order: the denials of the limits
     /// that decide (the live ones, or all when every limit runs dry) kept by the ephemeral cache.
+    #[inline(never)]
     fn set_answered(&self, asking: &Asking<'_>, outcomes: &[Outcome]) -> Result<Answer> {
         let dry_runs: Vec<bool> = std::iter::once(self.settings.dry_run)
             .chain(self.settings.others.iter().map(|member| member.dry_run))
@@ -611,6 +618,7 @@ impl Ratelimit {
 
     /// The answer of a decision that reserved `units` for the lease `id`: they are kept to answer the
     /// next requests, and a lease that could not be kept is closed in the pending work.
+    #[inline(never)]
     fn leased(&self, asking: &Asking<'_>, outcome: &Outcome, units: u64, id: Box<str>) -> Answer {
         let (key, now, decision) = (asking.key, asking.now, &outcome.decision);
         let mut response = Response::decided(*decision);
@@ -633,6 +641,7 @@ impl Ratelimit {
 
     /// The fail mode's answer to the outage `error` of `asking`'s decision, with its analytics event
     /// in the pending work; any other error is returned as it is.
+    #[inline(never)]
     fn failed(&self, asking: &Asking<'_>, error: Error) -> Result<Answer> {
         let now_ms = self.settings.clock.now_micros() / 1_000;
         let response = self.settings.failed(error, now_ms)?;
@@ -652,6 +661,7 @@ impl Ratelimit {
     /// The work closing the leases of `closing` on `key`, giving their unused units back. A close
     /// that fails leaves the units used until the window ends or the bucket refills them: never an
     /// admission too many.
+    #[inline(never)]
     fn give_back(&self, key: String, closing: Closing) -> Pending {
         let backend = Arc::clone(&self.backend);
         let algorithm = self.settings.algorithm;
@@ -910,6 +920,7 @@ impl Ratelimit {
 
     /// The answer from the local counts, when they know `key`'s current window; a request they admit
     /// is written to the backend by the [`Pending`] work returned with it.
+    #[inline(never)]
     fn local_answer(
         &self,
         counts: &Arc<LocalCounts>,

@@ -36,10 +36,9 @@ pub fn limit_at_once(ratelimit: &JsRatelimit, length: usize, now_ms: f64, rate: 
     };
     // A float to integer cast saturates (and takes NaN to 0): no overflow to check.
     let now_micros = (now_ms.trunc() * 1_000.0) as u64;
-    match in_place.decide(limit, length, rate, now_micros) {
-        Some(Ok(response)) => code(&response),
-        Some(Err(_)) | None => NOT_AT_ONCE,
-    }
+    in_place
+        .decide(limit, length, rate, now_micros)
+        .unwrap_or(NOT_AT_ONCE)
 }
 
 /// `limit(identifier)` on the `length` bytes of identifier written through `atOnceIdentifier`, for a
@@ -95,7 +94,7 @@ pub fn at_once_reasons() -> js_sys::Array {
 
 /// The code of a decided `response`: bit 0 set (never [`NOT_AT_ONCE`]), bit 1 `success`, the bits
 /// above the number of its reason in [`REASONS`] (0 none).
-fn code(response: &Response) -> u32 {
+pub(super) fn code(response: &Response) -> u32 {
     let reason = response.reason.map_or(0, |reason| {
         REASONS
             .iter()

@@ -2,7 +2,8 @@
 //! the package's `Ratelimit` writes the identifier into, the slots it reads an answer given in one
 //! crossing from, and the buffer Rust writes the identifier's key into.
 
-use crate::ratelimit::{Ratelimit, Response};
+use super::at_once::code;
+use crate::ratelimit::{Limited, Ratelimit, Response};
 use js_sys::{Float64Array, Uint8Array};
 use std::cell::Cell;
 use wasm_bindgen::JsCast;
@@ -53,38 +54,41 @@ impl InPlace {
 
     /// The limit's decision ([`Ratelimit::decide_key`]) of `rate` at `now_micros` on the `length`
     /// bytes of identifier JavaScript wrote, copied once, after the key's head, when it is answered at
-    /// once and leaves no work; the numbers of the answer written into the slots. `None` when the bytes
-    /// are no identifier to decide here, or the answer is not given at once.
+    /// once and leaves no work: the numbers of the answer written into the slots, and its [`code`].
+    /// `None` when the bytes are no identifier to decide here, the answer is not given at once, or it
+    /// is an error (thrown by the compiled `limit`).
     pub(super) fn decide(
         &self,
         limit: &Ratelimit,
         length: usize,
         rate: f64,
         now_micros: u64,
-    ) -> Option<crate::Result<Response>> {
+    ) -> Option<u32> {
         let written = self.identifier.get(..length)?;
         let mut key = self.key.take();
         key.truncate(self.head);
         key.extend(written.iter().map(Cell::get));
-        let (answer, key) = match String::from_utf8(key) {
-            Ok(mut key) => {
-                let as_is = key.get(self.head..).is_some_and(as_written);
-                let answer = as_is
-                    .then(|| {
-                        limit
-                            .decide_key(&mut key, self.head, rate, now_micros)?
-                            .settled()
-                    })
-                    .flatten();
-                (answer, key.into_bytes())
+        let mut key = match String::from_utf8(key) {
+            Ok(key) => key,
+            Err(error) => {
+                self.key.set(error.into_bytes());
+                return None;
             }
-            Err(error) => (None, error.into_bytes()),
         };
-        self.key.set(key);
-        if let Some(Ok(response)) = &answer {
-            self.write_slots(response);
-        }
-        answer
+        let as_is = key.get(self.head..).is_some_and(as_written);
+        let answer = as_is
+            .then(|| limit.decide_key(&mut key, self.head, rate, now_micros))
+            .flatten()
+            .and_then(Limited::settled);
+        let code = match answer {
+            Some(Ok(response)) => {
+                self.write_slots(&response);
+                Some(code(&response))
+            }
+            Some(Err(_)) | None => None,
+        };
+        self.key.set(key.into_bytes());
+        code
     }
 
     /// Writes `response`'s numbers into the slots.

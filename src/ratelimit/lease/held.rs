@@ -98,6 +98,7 @@ impl Leases {
     /// decision under a limit of `capacity`: none for a key not decided within the last `ttl`, nor
     /// while another decision's lease is awaited; else the last lease's size, doubled when it was
     /// spent before it expired, halved when it expired with units unused ([`grow`], [`shrink`]).
+    #[inline(never)]
     pub fn take(&self, key: &str, cost: f64, capacity: u64, now: u64) -> Taken {
         let mut entries = self.lock();
         let fresh = Held {
