@@ -444,11 +444,11 @@ impl Shard {
         self.slots.len() >= self.max_keys || self.bytes + bytes > self.max_bytes
     }
 
-    /// Drops the least recently used eighth of the keys (at least one) in one pass.
+    /// Drops the least recently used eighth of the keys (at least one), and at most a sixty-fourth more
+    /// (see [`least_recently_used`]).
     fn evict_least_recently_used(&mut self) {
-        let uses: Vec<u64> = self.slots.iter().map(|slot| slot.used_at).collect();
-        let count = (uses.len() / 8).max(1);
-        let newest_evicted = nth_smallest(uses, count - 1);
+        let count = (self.slots.len() / 8).max(1);
+        let newest_evicted = least_recently_used(self.slots.iter().map(|slot| slot.used_at), count);
         self.drop_slots(|slot| slot.used_at <= newest_evicted);
     }
 
@@ -470,9 +470,35 @@ fn max_key_len(max_bytes: usize) -> usize {
     max_bytes.saturating_sub(MemoryBackend::KEY_OVERHEAD)
 }
 
-/// The `index`-th smallest of `values` (from 0), in linear time.
-fn nth_smallest(mut values: Vec<u64>, index: usize) -> u64 {
-    *values.select_nth_unstable(index).1
+/// How many ranges of `used_at` [`least_recently_used`] counts keys in.
+const RANGES: usize = 64;
+
+/// A value at or above the `count` smallest of `values` (from 1), close above them: the end of the
+/// first of [`RANGES`] equal ranges (a power of two wide) from the smallest value to the largest by
+/// which `count` values have been counted, so that at most that range's values more than `count` lie
+/// below it. Two passes, a shift and an add per value; 0 for no values.
+fn least_recently_used(values: impl Iterator<Item = u64> + Clone, count: usize) -> u64 {
+    let (low, high) = (values.clone()).fold((u64::MAX, 0), |(low, high), value| {
+        (low.min(value), high.max(value))
+    });
+    let Some(span) = high.checked_sub(low) else {
+        return 0;
+    };
+    let shift = (u64::BITS - span.leading_zeros()).saturating_sub(RANGES.trailing_zeros());
+    let mut counts = [0usize; RANGES];
+    for value in values {
+        if let Some(counted) = counts.get_mut(((value - low) >> shift) as usize) {
+            *counted += 1;
+        }
+    }
+    let mut counted = 0;
+    for (range, in_range) in counts.iter().enumerate() {
+        counted += in_range;
+        if counted >= count {
+            return low.saturating_add((range as u64) << shift | ((1 << shift) - 1));
+        }
+    }
+    high
 }
 
 impl Backend for MemoryBackend {
@@ -517,20 +543,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_selection_agrees_with_sorting() {
+    fn the_eviction_bound_lies_just_above_the_least_recently_used() {
         let mut seed: u64 = 7;
-        for len in 1..200usize {
+        for len in 1..300usize {
             let values: Vec<u64> = (0..len)
                 .map(|_| {
                     seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-                    (seed >> 40) % 97
+                    1_000 + (seed >> 44)
                 })
                 .collect();
-            for index in [0, len / 8, len / 2, len - 1] {
-                let mut sorted = values.clone();
-                sorted.sort();
-                assert_eq!(nth_smallest(values.clone(), index), sorted[index]);
+            for count in [1, len / 8, len / 2, len] {
+                let bound = least_recently_used(values.iter().copied(), count);
+                let below = values.iter().filter(|&&value| value <= bound).count();
+                assert!(below >= count, "{len} {count}");
+                // Values spread evenly: a range holds about a sixty-fourth of them.
+                assert!(below <= count + len / 16 + 2, "{len} {count}: {below}");
             }
         }
+        assert_eq!(least_recently_used(std::iter::empty(), 1), 0);
+        assert_eq!(least_recently_used([5, 5, 5].into_iter(), 1), 5);
+        assert_eq!(least_recently_used([0, u64::MAX].into_iter(), 2), u64::MAX);
     }
 }
