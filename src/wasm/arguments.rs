@@ -14,7 +14,7 @@ use wasm_bindgen::{JsCast, JsValue};
 pub fn identifier(context: &str, identifier: &JsValue) -> JsResult<String> {
     if let Some(text) = identifier.as_string() {
         // U+FFFD is where a lone surrogate would be: only then is JavaScript asked.
-        if !super::in_place::as_written(&text) && !boundary::is_well_formed(identifier) {
+        if !as_written(&text) && !boundary::is_well_formed(identifier) {
             return Err(type_error(
                 context,
                 "identifier",
@@ -120,4 +120,11 @@ pub fn dynamic_limit_argument(context: &str, options: &JsValue) -> JsResult<Opti
             &limit,
         ))
     }
+}
+
+/// Whether `identifier`, read as UTF-8, is the string JavaScript wrote: no U+FFFD, which may stand for
+/// a lone surrogate. Its chars are scanned: `contains` of a non-ASCII char runs the substring searcher,
+/// whose panic message brings core's Unicode tables into the package (9 KB).
+pub(super) fn as_written(identifier: &str) -> bool {
+    identifier.is_ascii() || !identifier.chars().any(|c| c == char::REPLACEMENT_CHARACTER)
 }

@@ -17,9 +17,9 @@
 //! None of these functions is exported by the package's entries: they are the two halves' private
 //! seam.
 
+use super::in_place::REASONS;
 use super::limit_methods;
 use super::ratelimit::JsRatelimit;
-use crate::ratelimit::{Reason, Response};
 use js_sys::{Float64Array, Promise, Uint8Array};
 use wasm_bindgen::prelude::*;
 
@@ -27,7 +27,7 @@ use wasm_bindgen::prelude::*;
 pub const NOT_AT_ONCE: u32 = 0;
 
 /// Decides `rate` on the `length` bytes of identifier written through `atOnceIdentifier` at `now_ms`
-/// (`Date.now()`) when that needs no I/O: the numbers in the slots and the [`code`] returned; or
+/// (`Date.now()`) when that needs no I/O: the numbers in the slots and the [`code`](super::in_place::code) returned; or
 /// [`NOT_AT_ONCE`].
 #[wasm_bindgen(js_name = limitAtOnce, skip_typescript)]
 pub fn limit_at_once(ratelimit: &JsRatelimit, length: usize, now_ms: f64, rate: f64) -> u32 {
@@ -74,15 +74,6 @@ pub fn at_once_identifier(ratelimit: &JsRatelimit) -> Option<Uint8Array> {
     Some(in_place.identifier_view())
 }
 
-/// The reasons of the codes of [`limit_at_once`]: the reason numbered `n` in a code is `REASONS[n - 1]`
-/// (0: none). `atOnceReasons` hands the names to `ratelimit.js` in this order.
-const REASONS: [Reason; 4] = [
-    Reason::Timeout,
-    Reason::CacheBlock,
-    Reason::Error,
-    Reason::DenyList,
-];
-
 /// The names of the reasons by the number a code gives them (`undefined` for 0, none), for
 /// `ratelimit.js`, which asks once.
 #[wasm_bindgen(js_name = atOnceReasons, skip_typescript)]
@@ -90,16 +81,4 @@ pub fn at_once_reasons() -> js_sys::Array {
     std::iter::once(JsValue::UNDEFINED)
         .chain(REASONS.iter().map(|reason| reason.as_str().into()))
         .collect()
-}
-
-/// The code of a decided `response`: bit 0 set (never [`NOT_AT_ONCE`]), bit 1 `success`, the bits
-/// above the number of its reason in [`REASONS`] (0 none).
-pub(super) fn code(response: &Response) -> u32 {
-    let reason = response.reason.map_or(0, |reason| {
-        REASONS
-            .iter()
-            .position(|known| *known == reason)
-            .map_or(0, |index| index + 1)
-    });
-    (reason as u32) << 2 | u32::from(response.success) << 1 | 1
 }

@@ -2,8 +2,8 @@
 //! the package's `Ratelimit` writes the identifier into, the slots it reads an answer given in one
 //! crossing from, and the buffer Rust writes the identifier's key into.
 
-use super::at_once::code;
-use crate::ratelimit::{Limited, Ratelimit, Response};
+use super::arguments::as_written;
+use crate::ratelimit::{Limited, Ratelimit, Reason, Response};
 use js_sys::{Float64Array, Uint8Array};
 use std::cell::Cell;
 use wasm_bindgen::JsCast;
@@ -116,15 +116,29 @@ impl InPlace {
     }
 }
 
-/// Whether `identifier`, read as UTF-8, is the string JavaScript wrote: no U+FFFD, which may stand for
-/// a lone surrogate. Its chars are scanned: `contains` of a non-ASCII char runs the substring searcher,
-/// whose panic message brings core's Unicode tables into the package (9 KB).
-pub(super) fn as_written(identifier: &str) -> bool {
-    identifier.is_ascii() || !identifier.chars().any(|c| c == char::REPLACEMENT_CHARACTER)
-}
-
 /// The buffer of this instance's WebAssembly memory.
 fn memory() -> wasm_bindgen::JsValue {
     let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
     memory.buffer()
+}
+
+/// The reasons of the codes of [`code`]: the reason numbered `n` in a code is `REASONS[n - 1]`
+/// (0: none). `atOnceReasons` hands the names to `ratelimit.js` in this order.
+pub(super) const REASONS: [Reason; 4] = [
+    Reason::Timeout,
+    Reason::CacheBlock,
+    Reason::Error,
+    Reason::DenyList,
+];
+
+/// The code of a decided `response`: bit 0 set (never [`NOT_AT_ONCE`](super::at_once::NOT_AT_ONCE)), bit 1 `success`, the bits
+/// above the number of its reason in [`REASONS`] (0 none).
+pub(super) fn code(response: &Response) -> u32 {
+    let reason = response.reason.map_or(0, |reason| {
+        REASONS
+            .iter()
+            .position(|known| *known == reason)
+            .map_or(0, |index| index + 1)
+    });
+    (reason as u32) << 2 | u32::from(response.success) << 1 | 1
 }
