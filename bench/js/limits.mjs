@@ -7,7 +7,7 @@
 import { PeerRatelimit, Ratelimit, Redis, peer, window } from "./libraries.mjs";
 import { ReplyTable } from "./fake_fetch.mjs";
 import { alternate, cell } from "./measure.mjs";
-import { num, table } from "./report.mjs";
+import { num, table } from "./markdown.mjs";
 
 /** A limit never reached in the CPU and end-to-end cells. */
 const LIMIT = 1_000_000_000;

@@ -5,23 +5,14 @@ import { faultsMarkdown } from "./faults.mjs";
 import { firstCompileMarkdown } from "./first_compile.mjs";
 import { frameworksMarkdown } from "./frameworks.mjs";
 import { limitsMarkdown } from "./limits.mjs";
+import { num, table } from "./markdown.mjs";
 import { EDGELIMIT_MAX_KEYS } from "./in_memory.mjs";
-
-/** A number with as many digits as its size deserves. */
-export function num(value) {
-  const abs = Math.abs(value);
-  const digits = abs >= 100 ? 0 : abs >= 10 ? 1 : abs >= 1 ? 2 : 3;
-  return value.toLocaleString("en", { minimumFractionDigits: digits, maximumFractionDigits: digits });
-}
 
 const spreadText = ({ median, min, max, rounds }) => (rounds > 1 ? `${num(median)} (${num(min)}–${num(max)})` : num(median));
 const ratioText = (ratio) => `${ratio.toFixed(2)}×`;
 const kib = (bytes) => `${num(bytes / 1024)} KiB`;
 const mib = ({ median, min, max, rounds }) =>
   rounds > 1 ? `${num(median / 2 ** 20)} MiB (${num(min / 2 ** 20)}–${num(max / 2 ** 20)})` : `${num(median / 2 ** 20)} MiB`;
-
-export const table = (header, rows) =>
-  [`| ${header.join(" | ")} |`, `|${header.map((_, i) => (i ? "---:" : "---")).join("|")}|`, ...rows.map((r) => `| ${r.join(" | ")} |`)].join("\n");
 
 function cpuMarkdown({ rows, fakeCost }, peerName) {
   const body = rows.map((row) => {
