@@ -11,10 +11,8 @@
 //   bash scripts/with_gateway.sh node --test tests/js/edges.test.mjs
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import "./edgelimit.mjs"; // links pkg/ for the workers
+import { workerProcess } from "./worker_process.mjs";
 
 const url = process.env.EDGELIMIT_TEST_URL;
 const skip = !url && "EDGELIMIT_TEST_URL is not set (run under scripts/with_gateway.sh)";
@@ -28,23 +26,6 @@ const INSTANCES = [
   { offset: 60, delay: 0 },
   { offset: -25, delay: 15 },
 ];
-
-/** A worker process and a function sending it a round, resolving to its answer. */
-function worker(instance) {
-  const child = spawn(process.execPath, [fileURLToPath(new URL("edges_worker.mjs", import.meta.url)), JSON.stringify(instance)], {
-    stdio: ["pipe", "pipe", "inherit"],
-  });
-  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
-  return {
-    child,
-    async run(round) {
-      child.stdin.write(`${JSON.stringify(round)}\n`);
-      const { value, done } = await lines.next();
-      if (done) throw new Error("a worker ended");
-      return JSON.parse(value);
-    },
-  };
-}
 
 /** The rounds: [algorithm, lease, keys, localClock]. */
 function rounds() {
@@ -61,7 +42,7 @@ function rounds() {
 }
 
 test("at every window boundary, whatever the clocks and the delays, no window admits past the limit", { skip }, async () => {
-  const workers = INSTANCES.map(worker);
+  const workers = INSTANCES.map((instance) => workerProcess("edges_worker.mjs", [JSON.stringify(instance)]));
   const run = `edges-${Date.now()}-${Math.random().toString(36).slice(2)}`;
   try {
     for (const [algorithm, lease, keys, localClock] of rounds()) {

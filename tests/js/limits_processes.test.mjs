@@ -7,11 +7,9 @@
 //   bash scripts/with_gateway.sh node --test tests/js/limits_processes.test.mjs
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import { Redis as PeerRedis } from "@upstash/redis";
 import "./edgelimit.mjs"; // links pkg/ for the workers
+import { workerProcess } from "./worker_process.mjs";
 
 const url = process.env.EDGELIMIT_TEST_URL;
 const token = process.env.EDGELIMIT_TEST_TOKEN;
@@ -21,25 +19,8 @@ const CALLERS = 16;
 const CALLS = 3;
 const ALGORITHMS = ["fixedWindow", "slidingWindow", "tokenBucket", "gcra"];
 
-/** A worker process and a function sending it a round, resolving to its answers. */
-function worker() {
-  const child = spawn(process.execPath, [fileURLToPath(new URL("limits_worker.mjs", import.meta.url))], {
-    stdio: ["pipe", "pipe", "inherit"],
-  });
-  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
-  return {
-    child,
-    async run(round) {
-      child.stdin.write(`${JSON.stringify(round)}\n`);
-      const { value, done } = await lines.next();
-      if (done) throw new Error("a worker ended");
-      return JSON.parse(value);
-    },
-  };
-}
-
 test("64 callers in 4 processes never pass either limit of a set, and a denied request is counted by neither", { skip, timeout: 300_000 }, async () => {
-  const workers = Array.from({ length: PROCESSES }, worker);
+  const workers = Array.from({ length: PROCESSES }, () => workerProcess("limits_worker.mjs"));
   const redis = new PeerRedis({ url, token, enableTelemetry: false });
   const run = `limits-processes-${Date.now()}-${Math.random().toString(36).slice(2)}`;
   try {
