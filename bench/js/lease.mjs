@@ -3,6 +3,7 @@
 // requests per decision counted at `fetch` (the peer's auto-pipelining batches concurrent commands).
 // Then what leasing costs: clients that go idle holding leases, and what the others are refused.
 import { algorithms, ours, peer, Ratelimit, Redis } from "./libraries.mjs";
+import { withFetchCount } from "./fetch_count.mjs";
 import { alternate, cell } from "./measure.mjs";
 
 const LIMIT = 1_000_000_000;
@@ -64,14 +65,8 @@ async function idleRows({ url, token }) {
 /** Runs the section: per caller count, the summaries (perSecond, p50Ms, p99Ms, requests per decision). */
 export async function leaseSection({ url, token, callers, cellMs, rounds, log }) {
   const [, ourFactory, peerFactory] = algorithms.find(([name]) => name === "fixed window");
-  const global = globalThis.fetch;
-  let requests = 0;
   // Counts every request, the peer's and edgelimit's alike, for as long as the section runs.
-  globalThis.fetch = (target, init) => {
-    requests += 1;
-    return global(target, init);
-  };
-  try {
+  return withFetchCount(async (counted) => {
     const stamp = Date.now();
     const limiters = {
       edgelimit: ours({ url, token, limiter: ourFactory(LIMIT), prefix: `bench-hot-edgelimit-${stamp}` }),
@@ -90,7 +85,7 @@ export async function leaseSection({ url, token, callers, cellMs, rounds, log })
       const cells = {};
       for (const [lib, limiter] of Object.entries(limiters)) {
         cells[lib] = async () => {
-          requests = 0;
+          counted.requests = 0;
           const run = await cell(
             async () => {
               const answer = await limiter.limit("hot");
@@ -101,7 +96,7 @@ export async function leaseSection({ url, token, callers, cellMs, rounds, log })
           );
           const refused = run.last.find((answer) => !answer.success || answer.reason);
           if (refused) throw new Error(`${lib}: a request was refused end to end: ${JSON.stringify(refused)}`);
-          const perDecision = requests / run.decisions;
+          const perDecision = counted.requests / run.decisions;
           return { perSecond: run.perSecond, p50Ms: run.p50Ms, p99Ms: run.p99Ms, requests: perDecision };
         };
       }
@@ -115,7 +110,5 @@ export async function leaseSection({ url, token, callers, cellMs, rounds, log })
     const over = idle.find((row) => row.leased.over > 0 || (row.peer && row.peer.over > 0));
     if (over) throw new Error(`over-admission with clients going idle: ${JSON.stringify(over)}`);
     return { rows, lease: LEASE, idle: { rows: idle, clients: CLIENTS, idleClients: IDLE, lease: IDLE_LEASE } };
-  } finally {
-    globalThis.fetch = global;
-  }
+  });
 }

@@ -6,6 +6,7 @@
 // pair counted in one limit while the other denied them, read back from Redis.
 import { PeerRatelimit, Ratelimit, Redis, peer, window } from "./libraries.mjs";
 import { ReplyTable } from "./fake_fetch.mjs";
+import { withFetchCount } from "./fetch_count.mjs";
 import { alternate, cell } from "./measure.mjs";
 import { num, table } from "./markdown.mjs";
 
@@ -100,13 +101,7 @@ async function cpuRows({ url, token, callers, cellMs, warmupMs, rounds, log }) {
 
 /** Decisions/s, p50/p99 and requests per decision (counted at fetch) end to end, per caller count. */
 async function e2eRows({ url, token, callers, cellMs, rounds, log }) {
-  const global = globalThis.fetch;
-  let requests = 0;
-  globalThis.fetch = (target, init) => {
-    requests += 1;
-    return global(target, init);
-  };
-  try {
+  return withFetchCount(async (counted) => {
     const libs = subjects({ url, token, prefix: `bench-limits-e2e-${Date.now()}`, quota: LIMIT, burst: LIMIT });
     const rows = [];
     for (const count of callers) {
@@ -115,11 +110,11 @@ async function e2eRows({ url, token, callers, cellMs, rounds, log }) {
       const cells = {};
       for (const [lib, subject] of Object.entries(libs)) {
         cells[lib] = async () => {
-          requests = 0;
+          counted.requests = 0;
           const run = await cell((caller) => subject.decide(keys[caller]), { callers: count, ms: cellMs, latency: true });
           const refused = run.last.find((answer) => !answer.success || answer.reason);
           if (refused) throw new Error(`limits, ${lib}: a request was refused end to end: ${JSON.stringify(refused)}`);
-          return { perSecond: run.perSecond, p50Ms: run.p50Ms, p99Ms: run.p99Ms, requests: requests / run.decisions };
+          return { perSecond: run.perSecond, p50Ms: run.p50Ms, p99Ms: run.p99Ms, requests: counted.requests / run.decisions };
         };
       }
       await cells.edgelimit(); // warm-up (connections, JIT), not counted
@@ -127,9 +122,7 @@ async function e2eRows({ url, token, callers, cellMs, rounds, log }) {
       rows.push({ callers: count, ...(await alternate(rounds, cells)) });
     }
     return rows;
-  } finally {
-    globalThis.fetch = global;
-  }
+  });
 }
 
 /**
