@@ -168,17 +168,6 @@ impl MemoryBackend {
         self.len() == 0
     }
 
-    /// `ask` decided here and now, alone or with the other limits of its set.
-    fn decide_here(&self, ask: &Ask<'_>) -> Result<Verdict> {
-        match ask.with {
-            With::Nothing => self.decide_one(ask).map(Verdict::Decided),
-            With::Set(set) => self.decide_set(ask, set).map(Verdict::Set),
-            With::Guard(_) | With::Lease(_) => Err(Error::Unsupported {
-                what: "deny lists, analytics and leases in the memory backend".to_owned(),
-            }),
-        }
-    }
-
     /// The rule applied to `key`: `rule` with the limit stored under `limit_key` as its capacity,
     /// when there is one; a key too long for a shard is refused.
     fn applied(&self, key: &str, rule: Algorithm, limit_key: Option<&str>) -> Result<Algorithm> {
@@ -196,25 +185,31 @@ impl MemoryBackend {
     }
 
     /// `ask`'s own limit decided here and now: the rule (with a stored dynamic limit as its
-    /// capacity) applied at `ask.now`, the new state stored (a peek only reads).
-    fn decide_one(&self, ask: &Ask<'_>) -> Result<Outcome> {
-        let rule = self.applied(ask.key, ask.rule, ask.limit_key)?;
-        let (key, cost, now) = (ask.key, ask.cost, ask.now);
-        let decide = |found: Option<&State>| {
-            let transition = rule.apply(found, now, cost);
-            let outcome = Outcome {
-                now,
-                found: found.copied(),
-                rule,
-                decision: transition.decision,
-            };
-            (transition.state, outcome)
+    /// capacity) applied at `ask.now`, the new state stored (a peek only reads). Each answer is made
+    /// where it is returned, so none is copied on its way out (a copy of this size is a call out of
+    /// WebAssembly).
+    fn decide_one<'a>(&self, ask: &Ask<'_>) -> Decided<'a> {
+        let rule = match self.applied(ask.key, ask.rule, ask.limit_key) {
+            Ok(rule) => rule,
+            Err(error) => return refused(error),
         };
-        Ok(if cost.is_peek() {
-            self.read(key, now, |found| decide(found).1)
+        let (key, cost, now) = (ask.key, ask.cost, ask.now);
+        let (found, decision) = if cost.is_peek() {
+            self.read(key, now, |found| {
+                (found.copied(), rule.apply(found, now, cost).decision)
+            })
         } else {
-            self.update(key, rule, now, decide)
-        })
+            self.update(key, rule, now, |found| {
+                let transition = rule.apply(found, now, cost);
+                (transition.state, (found.copied(), transition.decision))
+            })
+        };
+        Decided::now(Ok(Verdict::Decided(Outcome {
+            now,
+            found,
+            rule,
+            decision,
+        })))
     }
 
     /// [`Backend::acquire`] answered without a future: the state is in this process, so a caller that
@@ -228,7 +223,12 @@ impl MemoryBackend {
             now: self.clock.now_micros(),
             with: With::Nothing,
         };
-        Ok(self.decide_one(&ask)?.decision)
+        match self.decide_one(&ask).at_once() {
+            Some(verdict) => Ok(verdict?.into_outcome()?.decision),
+            None => Err(Error::Unsupported {
+                what: "an answer of the memory backend given later".to_owned(),
+            }),
+        }
     }
 
     /// `ask` and the other limits of `set` decided here and now, all or nothing: the shards of their
@@ -465,6 +465,13 @@ impl Shard {
     }
 }
 
+/// The answer refusing an ask with `error`, made apart from the decisions (see
+/// [`MemoryBackend::decide_one`]).
+#[inline(never)]
+fn refused<'a>(error: Error) -> Decided<'a> {
+    Decided::now(Err(error))
+}
+
 /// The longest key a shard of `max_bytes` can hold.
 fn max_key_len(max_bytes: usize) -> usize {
     max_bytes.saturating_sub(MemoryBackend::KEY_OVERHEAD)
@@ -504,7 +511,13 @@ fn least_recently_used(values: impl Iterator<Item = u64> + Clone, count: usize) 
 impl Backend for MemoryBackend {
     /// Answered at once.
     fn decide<'a>(&'a self, ask: &Ask<'_>) -> Decided<'a> {
-        Decided::now(self.decide_here(ask))
+        match ask.with {
+            With::Nothing => self.decide_one(ask),
+            With::Set(set) => Decided::now(self.decide_set(ask, set).map(Verdict::Set)),
+            With::Guard(_) | With::Lease(_) => refused(Error::Unsupported {
+                what: "deny lists, analytics and leases in the memory backend".to_owned(),
+            }),
+        }
     }
 
     fn reset<'a>(&'a self, key: &'a str, _params: Algorithm) -> BoxFuture<'a, Result<()>> {

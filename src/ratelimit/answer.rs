@@ -209,15 +209,15 @@ pub type Limited<'a> = NowOrLater<'a, Answer>;
 impl Limited<'_> {
     /// The response of an answer given at once that leaves no work, as a caller that answers without
     /// a future (the JavaScript package) can take it.
-    pub fn settled(self) -> Option<Result<Response>> {
-        match self.at_once()? {
-            Ok(Answer {
+    pub fn settled(&self) -> Option<Result<&Response, &Error>> {
+        match self {
+            Self::Now(Some(Ok(Answer {
                 response,
                 pending: None,
                 ..
-            }) => Some(Ok(response)),
-            Ok(_) => None,
-            Err(error) => Some(Err(error)),
+            }))) => Some(Ok(response)),
+            Self::Now(Some(Err(error))) => Some(Err(error)),
+            Self::Now(_) | Self::Later(_) => None,
         }
     }
 }

@@ -519,14 +519,10 @@ impl Ratelimit {
         let decided = self.backend.decide(&ask);
         drop(parts);
         match decided {
-            Decided::Now(verdict) => Limited::now(self.answered(
-                &asking,
-                verdict.unwrap_or_else(|| {
-                    Err(Error::Unsupported {
-                        what: "an answer given at once, taken".to_owned(),
-                    })
-                }),
-            )),
+            Decided::Now(Some(verdict)) => Limited::now(self.answered(&asking, verdict)),
+            Decided::Now(None) => Limited::now(Err(Error::Unsupported {
+                what: "an answer given at once, taken".to_owned(),
+            })),
             Decided::Later(verdict) => {
                 Limited::Later(Box::pin(
                     async move { self.answered(&asking, verdict.await) },

@@ -731,8 +731,10 @@ fn at_once(limiter: &Ratelimit, identifier: &str, rate: f64, now: u64) -> Option
     limiter.write_key_head(&mut key);
     let head = key.len();
     key.push_str(identifier);
-    let answer = limiter.decide_key(&mut key, head, rate, now)?.settled();
-    answer
+    let limited = limiter.decide_key(&mut key, head, rate, now)?;
+    // Nothing unless the answer was given at once and leaves no work.
+    let _ = limited.settled()?;
+    Some(limited.at_once()?.map(|answer| answer.response))
 }
 
 #[test]

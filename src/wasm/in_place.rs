@@ -76,17 +76,17 @@ impl InPlace {
             }
         };
         let as_is = key.get(self.head..).is_some_and(as_written);
-        let answer = as_is
+        let limited = as_is
             .then(|| limit.decide_key(&mut key, self.head, rate, now_micros))
-            .flatten()
-            .and_then(Limited::settled);
-        let code = match answer {
+            .flatten();
+        let code = match limited.as_ref().and_then(Limited::settled) {
             Some(Ok(response)) => {
-                self.write_slots(&response);
-                Some(code(&response))
+                self.write_slots(response);
+                Some(code(response))
             }
             Some(Err(_)) | None => None,
         };
+        drop(limited);
         self.key.set(key.into_bytes());
         code
     }
