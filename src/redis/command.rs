@@ -18,6 +18,14 @@ impl Strings {
         }
     }
 
+    /// No strings, with room for `bytes` of them.
+    pub fn with_capacity(bytes: usize) -> Self {
+        Self {
+            json: Vec::with_capacity(bytes),
+            count: 0,
+        }
+    }
+
     /// Adds `text`.
     pub fn push(&mut self, text: &str) -> &mut Self {
         self.open(text);
@@ -51,11 +59,31 @@ impl Strings {
         self.close_with_number(integer)
     }
 
-    /// Adds `text`, a colon and `number` in decimal as one string (such as a key and its window).
-    pub fn push_numbered(&mut self, text: &str, number: u64) -> &mut Self {
-        self.open(text);
-        self.json.push(b':');
-        self.close_with_number(number)
+    /// Adds, for each of `numbers`, `text`, a colon and the number in decimal as one string (such as
+    /// a key and each of its windows): `text` escaped once, its bytes copied for the numbers after
+    /// the first.
+    pub fn push_numbered(
+        &mut self,
+        text: &str,
+        numbers: impl IntoIterator<Item = u64>,
+    ) -> &mut Self {
+        let numbers = numbers.into_iter();
+        // Each string: a comma, its quotes, `text` (more if escaped), a colon and at most 20 digits.
+        (self.json).reserve(numbers.size_hint().0 * (text.len() + 24));
+        let start = self.json.len();
+        let mut head = None;
+        for number in numbers {
+            match &head {
+                None => {
+                    self.open(text);
+                    self.json.push(b':');
+                    head = Some(start..self.json.len());
+                }
+                Some(head) => self.json.extend_from_within(head.clone()),
+            }
+            self.close_with_number(number);
+        }
+        self
     }
 
     /// Starts a string with `text`, escaped by serde_json, left open for what follows it.
@@ -135,13 +163,15 @@ mod tests {
             .push_suffixed("a\"", ":7")
             .push_suffixed("\u{1}", "")
             .push("")
-            .push_numbered("\"k", 0)
+            .push_numbered("\"k", [0])
+            .push_numbered("none", [])
+            .push_numbered("w\"", 7..=9)
             .push_number(0);
-        assert_eq!(strings.len(), 8);
+        assert_eq!(strings.len(), 11);
         let command = command("SET\t", &[], &[&strings]);
         assert_eq!(
             command,
-            r#"["SET\t","k\"\\\n","é😀","18446744073709551615","a\":7","\u0001","","\"k:0","0"]"#
+            r#"["SET\t","k\"\\\n","é😀","18446744073709551615","a\":7","\u0001","","\"k:0","w\":7","w\":8","w\":9","0"]"#
         );
         let parsed: Vec<String> = serde_json::from_str(&command).unwrap();
         assert_eq!(parsed[4], "a\":7");

@@ -81,7 +81,8 @@ pub(crate) struct Call {
 /// to a window apart still finds its keys; the wide keys are also every key that may hold state for
 /// `key` around `now`, which a reset deletes.
 pub(crate) fn call(rule: &Algorithm, key: &str, now: u64, wide: bool) -> Call {
-    let mut keys = Strings::new();
+    // Room for the most keys a call sends (a sliding window's, wide: 4), each `key` and a window.
+    let mut keys = Strings::with_capacity(4 * (key.len() + 24));
     let (script, args) = call_into(rule, key, now, wide, &mut keys);
     Call { script, keys, args }
 }
@@ -99,9 +100,7 @@ pub(crate) fn call_into(
     let mut windows = |script, window: u64, window_ms, history: u64| {
         let margin = u64::from(wide);
         let from = window.saturating_sub(history + margin);
-        for window in from..=window + margin {
-            keys.push_numbered(key, window);
-        }
+        keys.push_numbered(key, from..=window + margin);
         (script, [from, window_ms, rule.capacity()])
     };
     match rule {
