@@ -211,7 +211,10 @@ impl<T: Transport> RestClient<T> {
 
     /// Sends `command` (a JSON array) in a request of its own, within `within` if given.
     async fn alone(&self, command: String, within: Option<Duration>) -> Result<Reply> {
-        let body = ["[", &command, "]"].concat();
+        // The command has room for the body's brackets (see `command`): made in place.
+        let mut body = command;
+        body.insert(0, '[');
+        body.push(']');
         let reply = match within {
             Some(within) => self.transport.post_within("/pipeline", body, within).await,
             None => self.transport.post("/pipeline", body).await,
