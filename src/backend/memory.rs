@@ -223,9 +223,10 @@ impl MemoryBackend {
             now: self.clock.now_micros(),
             with: With::Nothing,
         };
-        match self.decide_one(&ask).at_once() {
-            Some(verdict) => Ok(verdict?.into_outcome()?.decision),
-            None => Err(Error::Unsupported {
+        match self.decide_one(&ask) {
+            Decided::Now(Some(Ok(Verdict::Decided(outcome)))) => Ok(outcome.decision),
+            Decided::Now(Some(Err(error))) => Err(error),
+            _ => Err(Error::Unsupported {
                 what: "an answer of the memory backend given later".to_owned(),
             }),
         }
