@@ -67,20 +67,17 @@ impl Strings {
         text: &str,
         numbers: impl IntoIterator<Item = u64>,
     ) -> &mut Self {
-        let numbers = numbers.into_iter();
-        // Each string: a comma, its quotes, `text` (more if escaped), a colon and at most 20 digits.
-        (self.json).reserve(numbers.size_hint().0 * (text.len() + 24));
+        let mut numbers = numbers.into_iter();
+        let Some(first) = numbers.next() else {
+            return self;
+        };
         let start = self.json.len();
-        let mut head = None;
+        self.open(text);
+        self.json.push(b':');
+        let head = start..self.json.len();
+        self.close_with_number(first);
         for number in numbers {
-            match &head {
-                None => {
-                    self.open(text);
-                    self.json.push(b':');
-                    head = Some(start..self.json.len());
-                }
-                Some(head) => self.json.extend_from_within(head.clone()),
-            }
+            self.json.extend_from_within(head.clone());
             self.close_with_number(number);
         }
         self
