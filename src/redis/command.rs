@@ -119,52 +119,22 @@ impl Strings {
 /// The command `name` with the arguments `args` then the strings of each of `rest`, as a JSON array
 /// (with room for the brackets of a `/pipeline` body around it).
 pub fn command(name: &str, args: &[&str], rest: &[&Strings]) -> String {
-    written(name.len() + 3, args, rest, |json| {
-        json.push(b'[');
-        // Writing a `str` into a `Vec` cannot fail.
-        let _ = serde_json::to_writer(json, name);
-    })
-}
-
-/// `words` as the start of a command, a JSON array left open (`["EVALSHA","f00"`): the first words
-/// of a command sent often, escaped once, for [`command_after`].
-pub fn opened(words: &[&str]) -> String {
-    let (name, args) = words.split_first().unwrap_or((&"", &[]));
-    let mut head = command(name, args, &[]);
-    head.pop();
-    head
-}
-
-/// The command whose first words are `head` ([`opened`]), then the arguments `args`, then the
-/// strings of each of `rest`, as [`command`] writes it.
-pub fn command_after(head: &str, args: &[&str], rest: &[&Strings]) -> String {
-    written(head.len(), args, rest, |json| {
-        json.extend_from_slice(head.as_bytes())
-    })
-}
-
-/// A command whose start (`start_bytes` of it) `start` writes, then `args` and `rest`.
-fn written(
-    start_bytes: usize,
-    args: &[&str],
-    rest: &[&Strings],
-    start: impl FnOnce(&mut Vec<u8>),
-) -> String {
     let bytes = rest.iter().map(|strings| strings.json.len()).sum::<usize>()
         + args.iter().map(|arg| arg.len() + 3).sum::<usize>();
-    // The closing bracket, and the two of a `/pipeline` body (`[<command>]`) made from it in place.
-    let mut command = Vec::with_capacity(start_bytes + bytes + 3);
-    start(&mut command);
+    // The command's brackets, and the two of a `/pipeline` body (`[<command>]`) made from it in place.
+    let mut command = Vec::with_capacity(name.len() + bytes + 6);
+    command.push(b'[');
+    // Writing a `str` into a `Vec` cannot fail.
+    let _ = serde_json::to_writer(&mut command, name);
     for arg in args {
         command.push(b',');
-        // Writing a `str` into a `Vec` cannot fail.
         let _ = serde_json::to_writer(&mut command, arg);
     }
     for strings in rest {
         command.extend_from_slice(&strings.json);
     }
     command.push(b']');
-    // Only serde_json's output of `str`s, ASCII punctuation and such a start were written: UTF-8.
+    // Only serde_json's output of `str`s and ASCII punctuation was written: always UTF-8.
     String::from_utf8(command).unwrap_or_default()
 }
 
@@ -216,12 +186,6 @@ mod tests {
             r#"["EVALSHA","f00","2","a","b","1"]"#
         );
         assert_eq!(command("PING", &[], &[]), r#"["PING"]"#);
-        let head = opened(&["EVALSHA", "f\"00"]);
-        assert_eq!(head, r#"["EVALSHA","f\"00""#);
-        assert_eq!(
-            command_after(&head, &["2"], &[&keys, &args]),
-            command("EVALSHA", &["f\"00", "2"], &[&keys, &args])
-        );
         assert!(Strings::default().is_empty());
     }
 }

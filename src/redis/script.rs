@@ -1,6 +1,6 @@
 //! A Lua script with its SHA-1, run as EVALSHA first and EVAL only when Redis does not know it.
 
-use super::command::{command, command_after, opened, Strings};
+use super::command::{command, Strings};
 use super::reply::Reply;
 use super::rest::RestClient;
 use crate::error::{Error, Result};
@@ -13,8 +13,6 @@ pub struct Script {
     name: &'static str,
     text: Text,
     sha1: &'static str,
-    /// `["EVALSHA","<sha1>"`, the start of every call, escaped the first time it is sent.
-    evalsha: OnceLock<String>,
 }
 
 /// A script's text: whole, or the fragments it is made of, joined the first time it is needed (only
@@ -31,7 +29,6 @@ impl Script {
             name,
             text: Text::Whole(source),
             sha1,
-            evalsha: OnceLock::new(),
         }
     }
 
@@ -45,7 +42,6 @@ impl Script {
             name,
             text: Text::Parts(parts, OnceLock::new()),
             sha1,
-            evalsha: OnceLock::new(),
         }
     }
 
@@ -67,11 +63,6 @@ impl Script {
         self.sha1
     }
 
-    /// The start of the script's EVALSHA command (see [`opened`]).
-    fn evalsha(&self) -> &str {
-        self.evalsha.get_or_init(|| opened(&["EVALSHA", self.sha1]))
-    }
-
     /// Runs the script with `keys` and `args`: EVALSHA, then, if Redis answers NOSCRIPT, EVAL (which
     /// also caches the script for the next calls) — by one caller at a time per server: the others
     /// send EVALSHA again after its EVAL, and EVAL only if that meets NOSCRIPT too (the loading
@@ -87,16 +78,16 @@ impl Script {
     ) -> Result<Reply> {
         let mut count = itoa::Buffer::new();
         let count = count.format(keys.len());
-        let evalsha = || command_after(self.evalsha(), &[count], &[keys, args]);
-        let reply = client.send(evalsha(), None).await;
+        let call = |verb, script| command(verb, &[script, count], &[keys, args]);
+        let reply = client.send(call("EVALSHA", self.sha1), None).await;
         if !no_script(&reply) {
             return reply;
         }
-        let eval = command("EVAL", &[self.source(), count], &[keys, args]);
+        let eval = call("EVAL", self.source());
         if let Some(_loading) = client.load(self.sha1) {
             return retry(client, eval, elapsed).await;
         }
-        let reply = retry(client, evalsha(), elapsed).await;
+        let reply = retry(client, call("EVALSHA", self.sha1), elapsed).await;
         if !no_script(&reply) {
             return reply;
         }
