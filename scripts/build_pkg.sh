@@ -58,8 +58,11 @@ rm "$out/edgelimit.js"
 # which gives another address only when the sum wraps past 2^32 into the first KiB: Rust's pointer
 # arithmetic never wraps (LLVM's inbounds). Smaller code (about 1 KB of the package gzipped) and fewer
 # instructions.
+# -ocimfs 0: no function is inlined only for having one caller. LLVM has inlined what it judged worth
+# it (and what is marked #[inline]); what is marked #[inline(never)], the paths few decisions take, stays
+# out of the bodies of the functions every decision runs, which V8 compiles whole on their first call.
 features=(--enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext
-    --enable-reference-types --enable-multivalue --enable-mutable-globals --low-memory-unused)
+    --enable-reference-types --enable-multivalue --enable-mutable-globals --low-memory-unused -ocimfs 0)
 say "wasm-opt -O3 ($("$wasm_opt" --version))"
 "$wasm_opt" -O3 --strip-debug --strip-producers "${features[@]}" \
     "$out/edgelimit_bg.wasm" -o "$out/edgelimit_bg.opt.wasm"

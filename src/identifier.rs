@@ -30,6 +30,7 @@ impl SharedKeys {
     /// `identifier` if the limit takes it: at most [`MAX_IDENTIFIER_BYTES`], and none of the shared
     /// keys' names (see [`SharedKeys`]) in any key layout, so that one rule holds wherever a fleet
     /// moves.
+    #[inline]
     pub fn check(self, identifier: &str) -> Result<()> {
         check_length("identifier", identifier)?;
         if self == Self::default() {

@@ -69,6 +69,7 @@ impl KeyLayout {
 
     /// Ends a `key` written as its head ([`KeyLayout::write_head`], its first `head` bytes) and then
     /// an identifier, as [`KeyLayout::write_key`] does.
+    #[inline]
     pub fn end_key(self, key: &mut String, head: usize) -> Result<()> {
         if self == Self::Upstash {
             return Ok(());

@@ -188,6 +188,7 @@ impl MemoryBackend {
     /// capacity) applied at `ask.now`, the new state stored (a peek only reads). Each answer is made
     /// where it is returned, so none is copied on its way out (a copy of this size is a call out of
     /// WebAssembly).
+    #[inline]
     fn decide_one<'a>(&self, ask: &Ask<'_>) -> Decided<'a> {
         let rule = match self.applied(ask.key, ask.rule, ask.limit_key) {
             Ok(rule) => rule,
@@ -401,15 +402,22 @@ impl Shard {
         let bytes = slot.bytes();
         self.inserts_until_sweep = self.inserts_until_sweep.saturating_sub(1);
         if self.inserts_until_sweep == 0 || self.is_full(bytes) {
-            self.drop_slots(|slot| slot.idle_at <= now);
-            self.inserts_until_sweep = self.slots.len().max(MIN_SWEEP_INTERVAL);
-        }
-        while self.is_full(bytes) && !self.slots.is_empty() {
-            self.evict_least_recently_used();
+            self.make_room(bytes, now);
         }
         self.bytes += bytes;
         self.slots
             .insert_unique(hash, slot, |slot| hasher.hash_one(&*slot.key));
+    }
+
+    /// Sweeps out the keys idle at `now`, then evicts until a key of `bytes` more fits.
+    /// Not inlined: most inserts need neither.
+    #[inline(never)]
+    fn make_room(&mut self, bytes: usize, now: u64) {
+        self.drop_slots(|slot| slot.idle_at <= now);
+        self.inserts_until_sweep = self.slots.len().max(MIN_SWEEP_INTERVAL);
+        while self.is_full(bytes) && !self.slots.is_empty() {
+            self.evict_least_recently_used();
+        }
     }
 
     /// Stores `state`, idle from `idle_at`, as `key`'s (of `hash`): in its slot, or in a new one when

@@ -322,6 +322,7 @@ impl Ratelimit {
     /// `head` bytes) and then the identifier, which spares writing the prefix per decision: the
     /// identifier is checked and the key ended first. `None` when `head` does not end at a character
     /// of `key`.
+    #[inline]
     pub fn decide_key<'a>(
         &'a self,
         key: &'a mut String,
@@ -446,25 +447,32 @@ impl Ratelimit {
             let window = counts.window(now);
             counts.sending(key, window, cost.get(), self.settings.algorithm.capacity());
         }
-        let cluster = self.settings.key_layout == KeyLayout::Cluster;
         if !asking.others.is_empty() && self.protection.active() {
             return Limited::now(Err(Error::Unsupported {
                 what: "protection or analytics with several limits".to_owned(),
             }));
         }
-        if cluster && self.protection.active() {
-            return Limited::Later(Box::pin(self.limit_beside(asking)));
-        }
-        if cluster && self.applied_limit_key().is_some() {
-            return Limited::Later(Box::pin(async move {
-                match self.decision_rules().await {
-                    Ok(rules) => self.ask(asking, rules[0], &rules[1..]).await,
-                    Err(error) => self.failed(&asking, error),
-                }
-            }));
+        let cluster = self.settings.key_layout == KeyLayout::Cluster;
+        if cluster && (self.protection.active() || self.applied_limit_key().is_some()) {
+            return self.ask_on_cluster(asking);
         }
         let rule = (self.settings.algorithm, self.applied_limit_key());
         self.ask(asking, rule, &self.other_rules())
+    }
+
+    /// What a Redis Cluster asks in more than one script: the guard of protection beside the
+    /// decision's script, or the dynamic limit read first.
+    #[inline(never)]
+    fn ask_on_cluster<'a>(&'a self, asking: Asking<'a>) -> Limited<'a> {
+        if self.protection.active() {
+            return Limited::Later(Box::pin(self.limit_beside(asking)));
+        }
+        Limited::Later(Box::pin(async move {
+            match self.decision_rules().await {
+                Ok(rules) => self.ask(asking, rules[0], &rules[1..]).await,
+                Err(error) => self.failed(&asking, error),
+            }
+        }))
     }
 
     /// Each limit's rule and the dynamic limit key its decision reads, the first's first.

@@ -287,6 +287,7 @@ impl<T: Transport> Backend for RedisBackend<T> {
     /// analytics event of a guard, the leases of a renewal, or the other limits of a set, in the same
     /// script.
     fn decide<'a>(&'a self, ask: &Ask<'_>) -> Decided<'a> {
+        // The other three calls are not inlined: a first plain decision compiles none of them.
         Decided::Later(match ask.with {
             With::Nothing => self.plain(ask),
             With::Guard(guard) => self.guarded(ask, guard),

@@ -51,6 +51,7 @@ impl<T: Transport> RedisBackend<T> {
     /// The decision of `ask` with a lease: the algorithm's own script, which closes the leases of
     /// `renewal` and reserves a new one, recorded in the key's ledger. The request is made before the
     /// future, which borrows nothing of `ask` or `renewal`.
+    #[inline(never)]
     pub(super) fn leasing(
         &self,
         ask: &Ask<'_>,

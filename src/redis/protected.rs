@@ -78,6 +78,7 @@ impl<T: Transport> RedisBackend<T> {
     /// The guarded decision of `ask`: the guarded variant of its rule's script, the deny list first,
     /// then the decision and its event. The request is made before the future, which borrows nothing of
     /// `ask` or `guard`.
+    #[inline(never)]
     pub(super) fn guarded(
         &self,
         ask: &Ask<'_>,

@@ -65,6 +65,7 @@ impl<T: Transport> RedisBackend<T> {
     /// The decision of `ask` with the other limits of `set`, in the set script; each limit's reply
     /// is checked against its algorithm as a single decision's is. The request is made before the
     /// future, which borrows nothing of `ask` or `set`.
+    #[inline(never)]
     pub(super) fn set(&self, ask: &Ask<'_>, set: Set<'_>) -> BoxFuture<'_, Result<Verdict>> {
         let own = (ask.key, ask.rule, ask.limit_key, set.dry_run);
         let others =

@@ -48,9 +48,9 @@ impl FetchTransport {
         let base_url = base_url.trim_end_matches('/').to_owned();
         Self {
             unconfigured: None,
-            pipeline_url: format!("{base_url}{PIPELINE}").into(),
+            pipeline_url: [base_url.as_str(), PIPELINE].concat().into(),
             base_url,
-            headers: boundary::request_headers(&format!("Bearer {token}")),
+            headers: boundary::request_headers(&["Bearer ", token].concat()),
             timeout: None,
             fetch: JsValue::UNDEFINED,
         }

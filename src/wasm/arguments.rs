@@ -125,6 +125,7 @@ pub fn dynamic_limit_argument(context: &str, options: &JsValue) -> JsResult<Opti
 /// Whether `identifier`, read as UTF-8, is the string JavaScript wrote: no U+FFFD, which may stand for
 /// a lone surrogate. Its chars are scanned: `contains` of a non-ASCII char runs the substring searcher,
 /// whose panic message brings core's Unicode tables into the package (9 KB).
+#[inline]
 pub(super) fn as_written(identifier: &str) -> bool {
     identifier.is_ascii() || !identifier.chars().any(|c| c == char::REPLACEMENT_CHARACTER)
 }

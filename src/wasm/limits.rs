@@ -47,25 +47,10 @@ impl Limits {
             } else {
                 "limiter".to_owned()
             };
-            let field = |field: &str| [name.as_str(), ".", field].concat();
             let own = get(&item, "limiter").unwrap_or_default();
             let (limiter, prefix, own_dry_run) = if limiter.is_array() && !own.is_undefined() {
-                options::known_keys(&[context, ", ", &name].concat(), &item, &ITEM_OPTIONS)?;
-                let prefix = get(&item, "prefix")?;
-                let prefix = match (prefix.is_undefined(), index) {
-                    (true, _) => None,
-                    (false, 0) => {
-                        let rule = "is the limiter's `prefix`: the first limit's keys are under it";
-                        return Err(type_error(context, &field("prefix"), rule, &prefix));
-                    }
-                    (false, _) => Some(options::string(context, &field("prefix"), &prefix, true)?),
-                };
-                let own_dry_run = get(&item, "dryRun")?;
-                if !(own_dry_run.is_undefined() || own_dry_run.as_bool().is_some()) {
-                    let rule = "must be a boolean";
-                    return Err(type_error(context, &field("dryRun"), rule, &own_dry_run));
-                }
-                (own, prefix, own_dry_run.as_bool())
+                let (prefix, own_dry_run) = item_options(context, &name, index, &item)?;
+                (own, prefix, own_dry_run)
             } else {
                 (item.clone(), None, None)
             };
@@ -117,20 +102,64 @@ impl Limits {
     pub fn apply(self, context: &str, mut limiter: Ratelimit) -> JsResult<Ratelimit> {
         limiter = limiter.with_dry_run(self.dry_run);
         for (index, (limit, item)) in self.others.into_iter().enumerate() {
-            let name = ["limiter[", itoa::Buffer::new().format(index + 1), "]"].concat();
-            limiter = limiter.with_limit(limit).map_err(|error| match &error {
-                Error::InvalidParameter { name: "prefix", .. } => {
-                    let rule = "must be no other limit's prefix, nor one followed by `:` (the limits would share keys)";
-                    let prefix = get(&item, "prefix").unwrap_or_default();
-                    type_error(context, &(name.clone() + ".prefix"), rule, &prefix)
-                }
-                Error::InvalidParameter { .. } => {
-                    let rule = "must not be the same limit as another of the set";
-                    type_error(context, &name, rule, &item)
-                }
-                _ => to_js_error(context, &error),
-            })?;
+            limiter = with_limit(context, limiter, limit, index + 1, &item)?;
         }
         Ok(limiter)
     }
+}
+
+// What only a set reads or applies is kept out of the functions every limit runs: V8 compiles a
+// WebAssembly function whole the first time it runs.
+
+/// The `prefix` and `dryRun` of `item`, the `{ limiter, prefix?, dryRun? }` named `name` at `index`
+/// of a set (the first has no prefix of its own).
+#[inline(never)]
+fn item_options(
+    context: &str,
+    name: &str,
+    index: usize,
+    item: &JsValue,
+) -> JsResult<(Option<String>, Option<bool>)> {
+    let field = |field: &str| [name, ".", field].concat();
+    options::known_keys(&[context, ", ", name].concat(), item, &ITEM_OPTIONS)?;
+    let prefix = get(item, "prefix")?;
+    let prefix = match (prefix.is_undefined(), index) {
+        (true, _) => None,
+        (false, 0) => {
+            let rule = "is the limiter's `prefix`: the first limit's keys are under it";
+            return Err(type_error(context, &field("prefix"), rule, &prefix));
+        }
+        (false, _) => Some(options::string(context, &field("prefix"), &prefix, true)?),
+    };
+    let dry_run = get(item, "dryRun")?;
+    if !(dry_run.is_undefined() || dry_run.as_bool().is_some()) {
+        let rule = "must be a boolean";
+        return Err(type_error(context, &field("dryRun"), rule, &dry_run));
+    }
+    Ok((prefix, dry_run.as_bool()))
+}
+
+/// `limiter` deciding `limit` too, the set's `item` at `index`; a limit the set refuses is a
+/// `TypeError` naming it.
+#[inline(never)]
+fn with_limit(
+    context: &str,
+    limiter: Ratelimit,
+    limit: Limit,
+    index: usize,
+    item: &JsValue,
+) -> JsResult<Ratelimit> {
+    let name = ["limiter[", itoa::Buffer::new().format(index), "]"].concat();
+    limiter.with_limit(limit).map_err(|error| match &error {
+        Error::InvalidParameter { name: "prefix", .. } => {
+            let rule = "must be no other limit's prefix, nor one followed by `:` (the limits would share keys)";
+            let prefix = get(item, "prefix").unwrap_or_default();
+            type_error(context, &(name.clone() + ".prefix"), rule, &prefix)
+        }
+        Error::InvalidParameter { .. } => {
+            let rule = "must not be the same limit as another of the set";
+            type_error(context, &name, rule, item)
+        }
+        _ => to_js_error(context, &error),
+    })
 }

@@ -103,17 +103,7 @@ impl JsRatelimit {
             ));
         }
         if limits.several() {
-            for option in ["lease", "enableProtection", "analytics"] {
-                let value = get(&config, option)?;
-                if !(value.is_undefined() || value == JsValue::FALSE) {
-                    return Err(type_error(
-                        CONTEXT,
-                        option,
-                        "cannot go with several limits in `limiter`",
-                        &value,
-                    ));
-                }
-            }
+            refuse_beside_several(CONTEXT, &config)?;
         }
         let dynamic_limits = shared::flag(CONTEXT, &config, "dynamicLimits")?;
         if cached && dynamic_limits {
@@ -151,33 +141,17 @@ impl JsRatelimit {
         let mut limiter = limits.apply(CONTEXT, Ratelimit::from_settings(backend, settings))?;
         // A cached fixed window counts in the cache's stead, as many identifiers as it would hold.
         if let Some(max_entries) = local_counts {
-            limiter = limiter
-                .with_local_counts(max_entries)
-                .map_err(|error| to_js_error(CONTEXT, &error))?;
+            limiter = with_local_counts(CONTEXT, limiter, max_entries)?;
         }
         let lease = get(&config, "lease")?;
         if !lease.is_undefined() {
-            if dynamic_limits {
-                return Err(type_error(
-                    CONTEXT,
-                    "lease",
-                    "cannot go with `dynamicLimits`: a lease could not obey a pause at once",
-                    &lease,
-                ));
-            }
-            let tokens = options::field(CONTEXT, "lease", &lease, false, "tokens")?;
-            let ttl = get(&lease, "ttl")?;
-            let lease = Lease {
-                tokens: options::count(CONTEXT, "lease.tokens", &tokens, false)?,
-                ttl: options::duration(CONTEXT, "lease.ttl", &ttl)?,
-            };
-            limiter = limiter
-                .with_lease(lease)
+            limiter = with_lease(CONTEXT, limiter, &lease, dynamic_limits)?;
+        }
+        if protection.active() {
+            limiter = protection
+                .apply(limiter)
                 .map_err(|error| to_js_error(CONTEXT, &error))?;
         }
-        let limiter = protection
-            .apply(limiter)
-            .map_err(|error| to_js_error(CONTEXT, &error))?;
         let answers_at_once = in_memory && limiter.answers_at_once();
         // Protection and analytics read the identifier from JavaScript (`protection::limit`).
         let in_place = (!protection.active()).then(|| InPlace::new(&limiter));
@@ -252,6 +226,53 @@ impl JsRatelimit {
             Ok(JsValue::UNDEFINED)
         }))
     }
+}
+
+// The options few limits use are read and applied outside the constructor's body: V8 compiles a
+// WebAssembly function whole the first time it runs, so a limit without them compiles none of it.
+
+/// Refuses `lease`, `enableProtection` and `analytics` in `config`, which do not go with a set.
+#[inline(never)]
+fn refuse_beside_several(context: &str, config: &JsValue) -> JsResult<()> {
+    for option in ["lease", "enableProtection", "analytics"] {
+        let value = get(config, option)?;
+        if !(value.is_undefined() || value == JsValue::FALSE) {
+            let rule = "cannot go with several limits in `limiter`";
+            return Err(type_error(context, option, rule, &value));
+        }
+    }
+    Ok(())
+}
+
+/// `limiter` answering from local counts of `max_entries` identifiers (`cachedFixedWindow`).
+#[inline(never)]
+fn with_local_counts(context: &str, limiter: Ratelimit, max_entries: usize) -> JsResult<Ratelimit> {
+    limiter
+        .with_local_counts(max_entries)
+        .map_err(|error| to_js_error(context, &error))
+}
+
+/// `limiter` leasing as `lease: { tokens, ttl }` says, which cannot go with `dynamicLimits`.
+#[inline(never)]
+fn with_lease(
+    context: &str,
+    limiter: Ratelimit,
+    lease: &JsValue,
+    dynamic_limits: bool,
+) -> JsResult<Ratelimit> {
+    if dynamic_limits {
+        let rule = "cannot go with `dynamicLimits`: a lease could not obey a pause at once";
+        return Err(type_error(context, "lease", rule, lease));
+    }
+    let tokens = options::field(context, "lease", lease, false, "tokens")?;
+    let ttl = get(lease, "ttl")?;
+    let lease = Lease {
+        tokens: options::count(context, "lease.tokens", &tokens, false)?,
+        ttl: options::duration(context, "lease.ttl", &ttl)?,
+    };
+    limiter
+        .with_lease(lease)
+        .map_err(|error| to_js_error(context, &error))
 }
 
 #[wasm_bindgen(js_class = Ratelimit)]
