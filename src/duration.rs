@@ -46,8 +46,14 @@ pub(crate) fn parse(input: &str) -> Result<Duration, &'static str> {
     }
     // As @upstash/ratelimit: `Math.round(parseFloat(number) * unit)`. On these digits Rust's float
     // parsing is JavaScript's `parseFloat` (both correctly rounded), and `round` of a positive number
-    // is `Math.round`.
-    let millis = (number.parse().unwrap_or(f64::NAN) * unit_ms as f64).round();
+    // is `Math.round`. A whole number is multiplied as integers: the same up to 2^53, past which both
+    // are too large, and a first decision need not compile float parsing.
+    let millis = match fraction {
+        None => (whole.parse::<u64>().ok())
+            .and_then(|whole| whole.checked_mul(unit_ms))
+            .map_or(f64::INFINITY, |millis| millis as f64),
+        Some(_) => (number.parse().unwrap_or(f64::NAN) * unit_ms as f64).round(),
+    };
     if millis > MAX_DURATION_MS as f64 {
         return Err("too large");
     }
@@ -189,6 +195,29 @@ mod tests {
         assert_eq!(ms("9007199254740991 ms"), MAX_DURATION_MS as u128);
         assert!(parse_duration("9007199254740992 ms").is_err());
         assert!(parse_duration("20000000 w").is_err());
+    }
+
+    #[test]
+    fn whole_numbers_are_what_their_decimals_are() {
+        let wholes = [
+            1,
+            7,
+            999,
+            86_400,
+            14_892_257_544,
+            9_007_199_254_740,
+            9_007_199_254_741,
+        ];
+        for unit in ["ms", "s", "m", "h", "d", "w"] {
+            for whole in wholes.into_iter().chain([u64::MAX / 1_000]) {
+                let decimal = parse_duration(&format!("{whole}.0 {unit}"));
+                let parsed = parse_duration(&format!("{whole} {unit}"));
+                assert_eq!(parsed.is_ok(), decimal.is_ok(), "{whole} {unit}");
+                if let (Ok(parsed), Ok(decimal)) = (parsed, decimal) {
+                    assert_eq!(parsed, decimal, "{whole} {unit}");
+                }
+            }
+        }
     }
 
     #[test]
