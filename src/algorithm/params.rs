@@ -63,7 +63,9 @@ pub(crate) fn millis(algorithm: &'static str, name: &'static str, value: Duratio
     })
 }
 
-/// `value` as `{:?}` writes it (`1.5ms`, `2s`, `250µs`), without its formatting machinery.
+/// `value` as `{:?}` writes it (`1.5ms`, `2s`, `250µs`), without its formatting machinery. Cold: only
+/// an error quotes it.
+#[cold]
 fn duration_text(value: Duration) -> String {
     let (whole, fraction, digits, unit) = match (value.as_secs(), value.subsec_nanos()) {
         (0, nanos @ 1_000_000..) => (u64::from(nanos / 1_000_000), nanos % 1_000_000, 6, "ms"),

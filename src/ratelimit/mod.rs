@@ -367,6 +367,19 @@ impl Ratelimit {
         if !self.settings.runs_dry() {
             return self.decide_live(key, cost, now, checks);
         }
+        self.decide_dry(key, cost, now, checks)
+    }
+
+    /// [`Ratelimit::decide`] when a limit runs dry: decided as live, answered as dry. Not inlined: most
+    /// limits never run dry.
+    #[inline(never)]
+    fn decide_dry<'a>(
+        &'a self,
+        key: &'a str,
+        cost: Cost,
+        now: u64,
+        checks: Checks<'a>,
+    ) -> Limited<'a> {
         let limited = self.decide_live(key, cost, now, checks);
         let every_limit = self.settings.every_limit_runs_dry();
         let dry = move |answer: Answer| Answer {
@@ -406,26 +419,9 @@ impl Ratelimit {
             renewal: None,
             others: self.other_keys(key),
         };
-        if let Some(counts) = self.counts() {
-            if let Some((response, write)) = self.local_answer(counts, key, cost, now) {
-                let pending = both(write, self.event(&asking, response.success));
-                return Limited::now(Ok(Answer {
-                    pending,
-                    ..Answer::of(response)
-                }));
-            }
-        }
-        if let Some(leases) = self.leases().filter(|_| cost.get() > 0.0) {
-            let capacity = self.settings.algorithm.capacity();
-            match leases.take(key, cost.get(), capacity, now) {
-                Taken::Answered(response) => return Limited::now(Ok(Answer::of(response))),
-                Taken::Ask { want, closing } => {
-                    asking.renewal = Some(Renewal {
-                        want,
-                        ttl: leases.ttl(),
-                        closing,
-                    });
-                }
+        if !matches!(self.local, Local::Store) {
+            if let Some(answered) = self.answer_locally(&mut asking) {
+                return answered;
             }
         }
         let keys = std::iter::once(key).chain(asking.others.iter().map(String::as_str));
@@ -433,15 +429,7 @@ impl Ratelimit {
             .map(|key| self.cached_block(key, cost, now_ms))
             .fold(None, Option::or)
         {
-            let closing = asking.renewal.take().map(|renewal| renewal.closing);
-            let give_back = closing
-                .filter(|closing| !closing.ids.is_empty())
-                .map(|closing| self.give_back(key.to_owned(), closing));
-            let pending = both(give_back, self.event(&asking, false));
-            return Limited::now(Ok(Answer {
-                pending,
-                ..Answer::of(block)
-            }));
+            return Limited::now(Ok(self.blocked(&mut asking, block)));
         }
         if let Some(counts) = self.counts() {
             let window = counts.window(now);
@@ -473,6 +461,49 @@ impl Ratelimit {
                 Err(error) => self.failed(&asking, error),
             }
         }))
+    }
+
+    /// The answer of local counts to `asking`, or its lease's answer; else the renewal it asks of the
+    /// store with its decision, in `asking`. Not inlined: most limits answer nothing locally.
+    #[inline(never)]
+    fn answer_locally<'a>(&'a self, asking: &mut Asking<'a>) -> Option<Limited<'a>> {
+        let (key, cost, now) = (asking.key, asking.cost, asking.now);
+        if let Some(counts) = self.counts() {
+            if let Some((response, write)) = self.local_answer(counts, key, cost, now) {
+                let pending = both(write, self.event(asking, response.success));
+                return Some(Limited::now(Ok(Answer {
+                    pending,
+                    ..Answer::of(response)
+                })));
+            }
+        }
+        let leases = self.leases().filter(|_| cost.get() > 0.0)?;
+        let capacity = self.settings.algorithm.capacity();
+        match leases.take(key, cost.get(), capacity, now) {
+            Taken::Answered(response) => Some(Limited::now(Ok(Answer::of(response)))),
+            Taken::Ask { want, closing } => {
+                asking.renewal = Some(Renewal {
+                    want,
+                    ttl: leases.ttl(),
+                    closing,
+                });
+                None
+            }
+        }
+    }
+
+    /// The answer to `asking` of the ephemeral cache's `block`: the lease it would have renewed closed,
+    /// and its analytics event, in the pending work.
+    #[inline(never)]
+    fn blocked(&self, asking: &mut Asking<'_>, block: Response) -> Answer {
+        let closing = asking.renewal.take().map(|renewal| renewal.closing);
+        let give_back = closing
+            .filter(|closing| !closing.ids.is_empty())
+            .map(|closing| self.give_back(asking.key.to_owned(), closing));
+        Answer {
+            pending: both(give_back, self.event(asking, false)),
+            ..Answer::of(block)
+        }
     }
 
     /// Each limit's rule and the dynamic limit key its decision reads, the first's first.

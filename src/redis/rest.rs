@@ -177,7 +177,9 @@ impl<T: Transport> RestClient<T> {
     }
 
     /// Starts one `/pipeline` request for `queued` and hands each caller the shared request and the
-    /// place of its reply; the request runs while any of them waits for it.
+    /// place of its reply; the request runs while any of them waits for it. Not inlined: a command
+    /// sent alone (a first decision) needs none of it.
+    #[inline(never)]
     fn start(&self, queued: Vec<Queued>) {
         let mut body = String::with_capacity(
             2 + queued
@@ -256,33 +258,14 @@ fn deliver(reply: Result<HttpReply>, count: usize) -> Arc<[Slot]> {
 
 /// Turns a `/pipeline` reply into one result per command, `count` of them.
 fn decode_pipeline(reply: HttpReply, count: usize) -> Result<Vec<Result<Reply>>> {
-    let text = || {
-        String::from_utf8_lossy(&reply.body)
-            .chars()
-            .take(200)
-            .collect::<String>()
-    };
     if !(200..300).contains(&reply.status) {
-        // Only a string `error` is the message (the last, if repeated); anything else, the body itself.
-        let message = match serde_json::from_slice::<Reply>(&reply.body) {
-            Ok(Reply::Object(fields)) => fields
-                .into_iter()
-                .rev()
-                .find(|(key, _)| *key == Key::Error)
-                .and_then(|(_, error)| match error {
-                    Reply::Text(message) => Some(message),
-                    _ => None,
-                }),
-            _ => None,
-        }
-        .unwrap_or_else(text);
-        return Err(Error::Http {
-            status: reply.status,
-            message,
-        });
+        return Err(http_error(&reply));
     }
     let Ok(Reply::Array(items)) = serde_json::from_slice::<Reply>(&reply.body) else {
-        return Err(malformed(&format!("expected a JSON array, got {}", text())));
+        return Err(malformed(&format!(
+            "expected a JSON array, got {}",
+            body_text(&reply)
+        )));
     };
     if items.len() != count {
         return Err(malformed(&format!(
@@ -291,6 +274,36 @@ fn decode_pipeline(reply: HttpReply, count: usize) -> Result<Vec<Result<Reply>>>
         )));
     }
     Ok(items.into_iter().map(decode_item).collect())
+}
+
+/// The error of a `/pipeline` request answered `reply`, a status other than 2xx: only a string
+/// `error` is the message (the last, if repeated); anything else, the body itself. Not inlined: a
+/// first decision is answered 200.
+#[inline(never)]
+fn http_error(reply: &HttpReply) -> Error {
+    let message = match serde_json::from_slice::<Reply>(&reply.body) {
+        Ok(Reply::Object(fields)) => fields
+            .into_iter()
+            .rev()
+            .find(|(key, _)| *key == Key::Error)
+            .and_then(|(_, error)| match error {
+                Reply::Text(message) => Some(message),
+                _ => None,
+            }),
+        _ => None,
+    };
+    Error::Http {
+        status: reply.status,
+        message: message.unwrap_or_else(|| body_text(reply)),
+    }
+}
+
+/// The first 200 characters of `reply`'s body, to quote it.
+fn body_text(reply: &HttpReply) -> String {
+    String::from_utf8_lossy(&reply.body)
+        .chars()
+        .take(200)
+        .collect()
 }
 
 /// A pipeline item's outcome, from `{"result": <reply>}` or `{"error": <text>}` (other keys ignored,

@@ -31,7 +31,8 @@ pub(super) struct InPlace {
 impl InPlace {
     /// Empty slots and buffers for `limit`, boxed: JavaScript holds views of their address.
     pub(super) fn new(limit: &Ratelimit) -> Box<Self> {
-        let mut key = String::new();
+        // Room for a head of up to as many bytes as the longest identifier, and that identifier.
+        let mut key = String::with_capacity(2 * IDENTIFIER_BYTES);
         limit.write_key_head(&mut key);
         Box::new(Self {
             slots: [const { Cell::new(0.0) }; SLOTS],

@@ -31,28 +31,36 @@ impl Limits {
     /// its `dryRun`, else as `config.dryRun`, says. A `cachedFixedWindow` is one limit alone.
     pub fn read(context: &str, limiter: &JsValue, config: &JsValue) -> JsResult<Self> {
         let dry_run = shared_options::flag(context, config, "dryRun")?;
-        let items = match limiter.dyn_ref::<Array>() {
-            None => Array::of1(limiter),
-            Some(items) if (1..=MAX_LIMITS).contains(&(items.length() as usize)) => items.clone(),
-            Some(_) => {
-                let rule = "must be a limiter or an array of 1 to 8 limiters";
-                return Err(range_error(context, "limiter", rule, limiter));
-            }
+        let Some(items) = limiter.dyn_ref::<Array>() else {
+            let (first, cached) = algorithms::read(&[context, ", limiter"].concat(), limiter)?;
+            return Ok(Self {
+                first,
+                cached,
+                dry_run,
+                others: Vec::new(),
+            });
         };
+        Self::read_set(context, items, dry_run)
+    }
+
+    /// [`Limits::read`] of an array of limiters, each running dry as its own `dryRun` says, else as
+    /// `dry_run`. Not inlined: most limits are one limiter.
+    #[inline(never)]
+    fn read_set(context: &str, items: &Array, dry_run: bool) -> JsResult<Self> {
+        if !(1..=MAX_LIMITS).contains(&(items.length() as usize)) {
+            let rule = "must be a limiter or an array of 1 to 8 limiters";
+            return Err(range_error(context, "limiter", rule, items));
+        }
         let several = items.length() > 1;
         let (mut first, mut others) = (None, Vec::new());
         for (index, item) in items.iter().enumerate() {
-            let name = if limiter.is_array() {
-                ["limiter[", itoa::Buffer::new().format(index), "]"].concat()
-            } else {
-                "limiter".to_owned()
-            };
+            let name = ["limiter[", itoa::Buffer::new().format(index), "]"].concat();
             let own = get(&item, "limiter").unwrap_or_default();
-            let (limiter, prefix, own_dry_run) = if limiter.is_array() && !own.is_undefined() {
+            let (limiter, prefix, own_dry_run) = if own.is_undefined() {
+                (item.clone(), None, None)
+            } else {
                 let (prefix, own_dry_run) = item_options(context, &name, index, &item)?;
                 (own, prefix, own_dry_run)
-            } else {
-                (item.clone(), None, None)
             };
             let (rule, cached) = algorithms::read(&[context, ", ", &name].concat(), &limiter)?;
             if cached && several {
@@ -72,12 +80,7 @@ impl Limits {
             others.push((limit, item));
         }
         let Some((first, cached, dry_run)) = first else {
-            return Err(type_error(
-                context,
-                "limiter",
-                "must hold a limiter",
-                limiter,
-            ));
+            return Err(type_error(context, "limiter", "must hold a limiter", items));
         };
         Ok(Self {
             first,

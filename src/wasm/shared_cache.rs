@@ -12,7 +12,9 @@ thread_local! {
     static CACHES: RefCell<Vec<(JsValue, Weak<EphemeralCache>)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The cache shared by every limit given `map` (the same object: `===`).
+/// The cache shared by every limit given `map` (the same object: `===`). Not inlined: most limits
+/// share no cache, and a first decision need not compile this.
+#[inline(never)]
 pub fn shared_cache(map: &JsValue) -> Arc<EphemeralCache> {
     CACHES.with_borrow_mut(|caches| {
         caches.retain(|(_, cache)| cache.strong_count() > 0);
