@@ -474,8 +474,9 @@ mod tests {
             (0.1 + 0.2, "0.30000000000000004"),
         ] {
             let mut args = Strings::new();
-            args.push_decimal(rule.cost(cost).unwrap().get());
-            assert_eq!(command("C", &[], &[&args]), format!(r#"["C","{text}"]"#));
+            args.push_plain("C")
+                .push_decimal(rule.cost(cost).unwrap().get());
+            assert_eq!(command(&[&args]), format!(r#"["C","{text}"]"#));
         }
     }
 }

@@ -43,6 +43,16 @@ impl Strings {
         self.close()
     }
 
+    /// Pushes `text` as it is: a command's name or a script's SHA-1, which JSON needs no escape in.
+    pub fn push_plain(&mut self, text: &'static str) -> &mut Self {
+        debug_assert!(text
+            .bytes()
+            .all(|byte| byte.is_ascii_graphic() && byte != b'"' && byte != b'\\'));
+        self.json.extend_from_slice(b",\"");
+        self.json.extend_from_slice(text.as_bytes());
+        self.close()
+    }
+
     /// Adds `number` in decimal.
     pub fn push_number(&mut self, number: u64) -> &mut Self {
         self.json.extend_from_slice(b",\"");
@@ -116,25 +126,24 @@ impl Strings {
     }
 }
 
-/// The command `name` with the arguments `args` then the strings of each of `rest`, as a JSON array
-/// (with room for the brackets of a `/pipeline` body around it).
-pub fn command(name: &str, args: &[&str], rest: &[&Strings]) -> String {
-    let bytes = rest.iter().map(|strings| strings.json.len()).sum::<usize>()
-        + args.iter().map(|arg| arg.len() + 3).sum::<usize>();
-    // The command's brackets, and the two of a `/pipeline` body (`[<command>]`) made from it in place.
-    let mut command = Vec::with_capacity(name.len() + bytes + 6);
-    command.push(b'[');
-    // Writing a `str` into a `Vec` cannot fail.
-    let _ = serde_json::to_writer(&mut command, name);
-    for arg in args {
-        command.push(b',');
-        let _ = serde_json::to_writer(&mut command, arg);
-    }
-    for strings in rest {
+/// The strings of `parts`, one after the other, as the JSON array of a command (with room for the
+/// brackets of a `/pipeline` body around it).
+pub fn command(parts: &[&Strings]) -> String {
+    let bytes = parts
+        .iter()
+        .map(|strings| strings.json.len())
+        .sum::<usize>();
+    let mut command = Vec::with_capacity(bytes + 4);
+    for strings in parts {
         command.extend_from_slice(&strings.json);
     }
+    // Every string was written after a comma: the first comma is the array's opening bracket.
+    match command.first_mut() {
+        Some(comma) => *comma = b'[',
+        None => command.push(b'['),
+    }
     command.push(b']');
-    // Only serde_json's output of `str`s and ASCII punctuation was written: always UTF-8.
+    // Only serde_json's output of `str`s, plain ASCII and punctuation was written: always UTF-8.
     String::from_utf8(command).unwrap_or_default()
 }
 
@@ -167,7 +176,8 @@ mod tests {
             .push_numbered("w\"", 7..=9)
             .push_number(0);
         assert_eq!(strings.len(), 11);
-        let command = command("SET\t", &[], &[&strings]);
+        let name: Strings = ["SET\t"].into_iter().collect();
+        let command = command(&[&name, &strings]);
         assert_eq!(
             command,
             r#"["SET\t","k\"\\\n","é😀","18446744073709551615","a\":7","\u0001","","\"k:0","w\":7","w\":8","w\":9","0"]"#
@@ -177,15 +187,19 @@ mod tests {
     }
 
     #[test]
-    fn a_command_is_its_words_then_each_set_of_strings() {
+    fn a_command_is_each_set_of_strings_in_turn() {
+        let mut head = Strings::new();
+        head.push_plain("EVALSHA").push_plain("f00").push_number(2);
         let keys: Strings = ["a", "b"].into_iter().collect();
         let args: Strings = ["1"].into_iter().collect();
         assert_eq!(keys.len(), 2);
         assert_eq!(
-            command("EVALSHA", &["f00", "2"], &[&keys, &args]),
+            command(&[&head, &keys, &args]),
             r#"["EVALSHA","f00","2","a","b","1"]"#
         );
-        assert_eq!(command("PING", &[], &[]), r#"["PING"]"#);
+        let ping: Strings = ["PING"].into_iter().collect();
+        assert_eq!(command(&[&ping]), r#"["PING"]"#);
+        assert_eq!(command(&[&Strings::default()]), "[]");
         assert!(Strings::default().is_empty());
     }
 }

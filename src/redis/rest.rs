@@ -235,8 +235,7 @@ impl<T: Transport> RestClient<T> {
 
 /// `command` (its name then its arguments) as a JSON array of strings.
 fn json_array(command: &[&str]) -> String {
-    let (name, args) = command.split_first().unwrap_or((&"", &[]));
-    super::command::command(name, args, &[])
+    super::command::command(&[&command.iter().collect()])
 }
 
 /// Each of a batch's `count` commands' result from the `/pipeline` request's `reply`.

@@ -76,18 +76,27 @@ impl Script {
         args: &Strings,
         elapsed: &(dyn Fn() -> Duration + Sync),
     ) -> Result<Reply> {
-        let mut count = itoa::Buffer::new();
-        let count = count.format(keys.len());
-        let call = |verb, script| command(verb, &[script, count], &[keys, args]);
-        let reply = client.send(call("EVALSHA", self.sha1), None).await;
+        let count = keys.len() as u64;
+        let evalsha = || {
+            let mut head = Strings::with_capacity(64);
+            head.push_plain("EVALSHA")
+                .push_plain(self.sha1)
+                .push_number(count);
+            command(&[&head, keys, args])
+        };
+        let reply = client.send(evalsha(), None).await;
         if !no_script(&reply) {
             return reply;
         }
-        let eval = call("EVAL", self.source());
+        let mut head = Strings::with_capacity(self.source().len() + 64);
+        head.push_plain("EVAL")
+            .push(self.source())
+            .push_number(count);
+        let eval = command(&[&head, keys, args]);
         if let Some(_loading) = client.load(self.sha1) {
             return retry(client, eval, elapsed).await;
         }
-        let reply = retry(client, call("EVALSHA", self.sha1), elapsed).await;
+        let reply = retry(client, evalsha(), elapsed).await;
         if !no_script(&reply) {
             return reply;
         }
