@@ -367,20 +367,13 @@ impl Ratelimit {
         if !self.settings.runs_dry() {
             return self.decide_live(key, cost, now, checks);
         }
-        self.decide_dry(key, cost, now, checks)
+        self.answered_dry(self.decide_live(key, cost, now, checks))
     }
 
-    /// [`Ratelimit::decide`] when a limit runs dry: decided as live, answered as dry. Not inlined: most
-    /// limits never run dry.
+    /// `limited`, decided as live, answered as a limit that runs dry. Not inlined: most limits never
+    /// run dry.
     #[inline(never)]
-    fn decide_dry<'a>(
-        &'a self,
-        key: &'a str,
-        cost: Cost,
-        now: u64,
-        checks: Checks<'a>,
-    ) -> Limited<'a> {
-        let limited = self.decide_live(key, cost, now, checks);
+    fn answered_dry<'a>(&self, limited: Limited<'a>) -> Limited<'a> {
         let every_limit = self.settings.every_limit_runs_dry();
         let dry = move |answer: Answer| Answer {
             response: limits::dry_run(answer.response, every_limit),
@@ -468,26 +461,30 @@ impl Ratelimit {
     #[inline(never)]
     fn answer_locally<'a>(&'a self, asking: &mut Asking<'a>) -> Option<Limited<'a>> {
         let (key, cost, now) = (asking.key, asking.cost, asking.now);
-        if let Some(counts) = self.counts() {
-            if let Some((response, write)) = self.local_answer(counts, key, cost, now) {
+        match &self.local {
+            Local::Store => None,
+            Local::Counts(counts) => {
+                let (response, write) = self.local_answer(counts, key, cost, now)?;
                 let pending = both(write, self.event(asking, response.success));
-                return Some(Limited::now(Ok(Answer {
+                Some(Limited::now(Ok(Answer {
                     pending,
                     ..Answer::of(response)
-                })));
+                })))
             }
-        }
-        let leases = self.leases().filter(|_| cost.get() > 0.0)?;
-        let capacity = self.settings.algorithm.capacity();
-        match leases.take(key, cost.get(), capacity, now) {
-            Taken::Answered(response) => Some(Limited::now(Ok(Answer::of(response)))),
-            Taken::Ask { want, closing } => {
-                asking.renewal = Some(Renewal {
-                    want,
-                    ttl: leases.ttl(),
-                    closing,
-                });
-                None
+            Local::Leases(_) if cost.get() <= 0.0 => None,
+            Local::Leases(leases) => {
+                let capacity = self.settings.algorithm.capacity();
+                match leases.take(key, cost.get(), capacity, now) {
+                    Taken::Answered(response) => Some(Limited::now(Ok(Answer::of(response)))),
+                    Taken::Ask { want, closing } => {
+                        asking.renewal = Some(Renewal {
+                            want,
+                            ttl: leases.ttl(),
+                            closing,
+                        });
+                        None
+                    }
+                }
             }
         }
     }

@@ -77,26 +77,25 @@ impl Script {
         elapsed: &(dyn Fn() -> Duration + Sync),
     ) -> Result<Reply> {
         let count = keys.len() as u64;
-        let evalsha = || {
-            let mut head = Strings::with_capacity(64);
-            head.push_plain("EVALSHA")
-                .push_plain(self.sha1)
-                .push_number(count);
-            command(&[&head, keys, args])
-        };
-        let reply = client.send(evalsha(), None).await;
+        let mut evalsha = Strings::with_capacity(64);
+        evalsha
+            .push_plain("EVALSHA")
+            .push_plain(self.sha1)
+            .push_number(count);
+        let call = |head: &Strings| command(&[head, keys, args]);
+        let reply = client.send(call(&evalsha), None).await;
         if !no_script(&reply) {
             return reply;
         }
-        let mut head = Strings::with_capacity(self.source().len() + 64);
-        head.push_plain("EVAL")
+        let mut eval = Strings::default();
+        eval.push_plain("EVAL")
             .push(self.source())
             .push_number(count);
-        let eval = command(&[&head, keys, args]);
+        let eval = call(&eval);
         if let Some(_loading) = client.load(self.sha1) {
             return retry(client, eval, elapsed).await;
         }
-        let reply = retry(client, evalsha(), elapsed).await;
+        let reply = retry(client, call(&evalsha), elapsed).await;
         if !no_script(&reply) {
             return reply;
         }
