@@ -39,6 +39,7 @@ use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::identifier::SharedKeys;
 use crate::key_layout::KeyLayout;
+use crate::maybe_send::BoxFuture;
 use answer::both;
 use deadline::Deadline;
 use lease::{Leases, Taken};
@@ -299,18 +300,24 @@ impl Ratelimit {
         identifier: &str,
         rate: f64,
     ) -> Result<(Response, Option<Pending>)> {
-        if self.protection.active() {
-            // Boxed, so that the plain decision's future does not grow by the guarded one's state.
-            let request = Request::default();
-            let guarded = Box::pin(self.limit_request_with_pending(identifier, rate, &request));
-            let answer = guarded.await?;
-            return Ok((answer.response, answer.pending));
-        }
-        let key = self.key(identifier)?;
-        let cost = self.settings.cost(rate)?;
-        let now = self.settings.clock.now_micros();
-        let answer = self.decide(&key, cost, now, Checks::default()).await?;
+        let answer = if self.protection.active() {
+            self.guarded(identifier, rate).await?
+        } else {
+            let key = self.key(identifier)?;
+            let cost = self.settings.cost(rate)?;
+            let now = self.settings.clock.now_micros();
+            self.decide(&key, cost, now, Checks::default()).await?
+        };
         Ok((answer.response, answer.pending))
+    }
+
+    /// [`Ratelimit::limit_request_with_pending`] with no request, boxed, so that the plain decision's
+    /// future does not grow by the guarded one's state. Not inlined: most limits have no protection.
+    #[inline(never)]
+    fn guarded<'a>(&'a self, identifier: &'a str, rate: f64) -> BoxFuture<'a, Result<Answer>> {
+        Box::pin(async move {
+            (self.limit_request_with_pending(identifier, rate, &Request::default())).await
+        })
     }
 
     /// Writes what every key of this limit starts with into `key`, for [`Ratelimit::decide_key`].

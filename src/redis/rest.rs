@@ -150,9 +150,25 @@ impl<T: Transport> RestClient<T> {
                 return self.alone(command, alone.within).await;
             }
         }
+        self.start_batches(queued);
+        // The batch is handed over in the same step that takes the queue, so it always arrives.
+        let (batch, index) = batch.await.map_err(|oneshot::Canceled| Error::Network {
+            message: "the command was never sent".to_owned(),
+        })?;
+        let slots = batch.await;
+        let slot = slots
+            .get(index)
+            .and_then(|slot| slot.lock().unwrap_or_else(PoisonError::into_inner).take());
+        slot.unwrap_or_else(|| Err(malformed("a missing reply")))
+    }
+
+    /// Starts the `/pipeline` requests for `queued`, in order, each body under [`MAX_BATCH_BYTES`] (a
+    /// command alone may pass it). Not inlined: a command sent alone (a first decision) needs none of
+    /// it.
+    #[inline(never)]
+    fn start_batches(&self, queued: Vec<Queued>) {
         let mut queued = queued.into_iter().peekable();
         while queued.peek().is_some() {
-            // A request's body stays under MAX_BATCH_BYTES (a command alone may pass it).
             let mut bytes = 0;
             let batch: Vec<Queued> = std::iter::from_fn(|| {
                 let next = queued.peek()?;
@@ -165,21 +181,10 @@ impl<T: Transport> RestClient<T> {
             .collect();
             self.start(batch);
         }
-        // The batch is handed over in the same step that takes the queue, so it always arrives.
-        let (batch, index) = batch.await.map_err(|oneshot::Canceled| Error::Network {
-            message: "the command was never sent".to_owned(),
-        })?;
-        let slots = batch.await;
-        let slot = slots
-            .get(index)
-            .and_then(|slot| slot.lock().unwrap_or_else(PoisonError::into_inner).take());
-        slot.unwrap_or_else(|| Err(malformed("a missing reply")))
     }
 
     /// Starts one `/pipeline` request for `queued` and hands each caller the shared request and the
-    /// place of its reply; the request runs while any of them waits for it. Not inlined: a command
-    /// sent alone (a first decision) needs none of it.
-    #[inline(never)]
+    /// place of its reply; the request runs while any of them waits for it.
     fn start(&self, queued: Vec<Queued>) {
         let mut body = String::with_capacity(
             2 + queued
@@ -261,18 +266,25 @@ fn decode_pipeline(reply: HttpReply, count: usize) -> Result<Vec<Result<Reply>>>
         return Err(http_error(&reply));
     }
     let Ok(Reply::Array(items)) = serde_json::from_slice::<Reply>(&reply.body) else {
-        return Err(malformed(&format!(
-            "expected a JSON array, got {}",
-            body_text(&reply)
-        )));
+        return Err(not_an_array(&reply));
     };
     if items.len() != count {
-        return Err(malformed(&format!(
-            "{} replies to {count} commands",
-            items.len()
-        )));
+        return Err(miscounted(items.len(), count));
     }
     Ok(items.into_iter().map(decode_item).collect())
+}
+
+/// The error of a `/pipeline` reply whose body is no JSON array. Not inlined, as every error a
+/// reply may carry: a first decision is answered with none.
+#[inline(never)]
+fn not_an_array(reply: &HttpReply) -> Error {
+    malformed(&format!("expected a JSON array, got {}", body_text(reply)))
+}
+
+/// The error of a `/pipeline` reply of `replies` items to `count` commands.
+#[inline(never)]
+fn miscounted(replies: usize, count: usize) -> Error {
+    malformed(&format!("{replies} replies to {count} commands"))
 }
 
 /// The error of a `/pipeline` request answered `reply`, a status other than 2xx: only a string
@@ -321,17 +333,22 @@ fn decode_item(item: Reply) -> Result<Reply> {
         }
     }
     match error {
-        Some(Reply::Text(message)) if message.starts_with("CROSSSLOT") => {
-            Err(Error::CrossSlot { message })
-        }
-        Some(Reply::Text(message)) => {
-            Err(super::corrupt::parse(&message).unwrap_or(Error::Redis { message }))
-        }
-        // Not a string: its JSON text.
-        Some(error) => Err(Error::Redis {
-            message: error.to_string(),
-        }),
+        Some(error) => Err(item_error(error)),
         None => result.ok_or_else(|| malformed("a pipeline item has neither result nor error")),
+    }
+}
+
+/// The error of a pipeline item's `error`: [`Error::CrossSlot`] for a `CROSSSLOT`,
+/// [`Error::CorruptState`] for a script's `CORRUPTSTATE`, else [`Error::Redis`] with its message (its
+/// JSON text if it is no string).
+#[inline(never)]
+fn item_error(error: Reply) -> Error {
+    match error {
+        Reply::Text(message) if message.starts_with("CROSSSLOT") => Error::CrossSlot { message },
+        Reply::Text(message) => super::corrupt::parse(&message).unwrap_or(Error::Redis { message }),
+        error => Error::Redis {
+            message: error.to_string(),
+        },
     }
 }
 

@@ -4,6 +4,7 @@ use super::command::{command, Strings};
 use super::reply::Reply;
 use super::rest::RestClient;
 use crate::error::{Error, Result};
+use crate::maybe_send::BoxFuture;
 use crate::transport::Transport;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -76,30 +77,46 @@ impl Script {
         args: &Strings,
         elapsed: &(dyn Fn() -> Duration + Sync),
     ) -> Result<Reply> {
-        let count = keys.len() as u64;
         let mut evalsha = Strings::with_capacity(64);
         evalsha
             .push_plain("EVALSHA")
             .push_plain(self.sha1)
-            .push_number(count);
-        let call = |head: &Strings| command(&[head, keys, args]);
-        let reply = client.send(call(&evalsha), None).await;
+            .push_number(keys.len() as u64);
+        let reply = client.send(command(&[&evalsha, keys, args]), None).await;
         if !no_script(&reply) {
             return reply;
         }
-        let mut eval = Strings::default();
-        eval.push_plain("EVAL")
-            .push(self.source())
-            .push_number(count);
-        let eval = call(&eval);
-        if let Some(_loading) = client.load(self.sha1) {
-            return retry(client, eval, elapsed).await;
-        }
-        let reply = retry(client, call(&evalsha), elapsed).await;
-        if !no_script(&reply) {
-            return reply;
-        }
-        retry(client, eval, elapsed).await
+        self.load(client, evalsha, keys, args, elapsed).await
+    }
+
+    /// The rest of [`Script::run`] once Redis answered NOSCRIPT to `evalsha`: EVAL, or EVALSHA again
+    /// after another caller's EVAL. Boxed and not inlined: a run's future carries none of it, and a
+    /// first decision on a server that knows the script compiles none of it.
+    #[inline(never)]
+    fn load<'a, T: Transport>(
+        &'a self,
+        client: &'a RestClient<T>,
+        evalsha: Strings,
+        keys: &'a Strings,
+        args: &'a Strings,
+        elapsed: &'a (dyn Fn() -> Duration + Sync),
+    ) -> BoxFuture<'a, Result<Reply>> {
+        Box::pin(async move {
+            let call = |head: &Strings| command(&[head, keys, args]);
+            let mut eval = Strings::default();
+            eval.push_plain("EVAL")
+                .push(self.source())
+                .push_number(keys.len() as u64);
+            let eval = call(&eval);
+            if let Some(_loading) = client.load(self.sha1) {
+                return retry(client, eval, elapsed).await;
+            }
+            let reply = retry(client, call(&evalsha), elapsed).await;
+            if !no_script(&reply) {
+                return reply;
+            }
+            retry(client, eval, elapsed).await
+        })
     }
 }
 

@@ -76,7 +76,8 @@ impl RedisConfig {
     /// `@upstash/redis` (1.x) has no public accessor for them: its HTTP client keeps the URL as
     /// `client.baseUrl` and the token in `client.headers.authorization` (`"Bearer <token>"`), which is
     /// where `@upstash/redis` itself reads them on every request. It always sends with the global
-    /// `fetch`, and so does edgelimit then.
+    /// `fetch`, and so does edgelimit then. Not inlined: edgelimit's own `Redis` needs none of it.
+    #[inline(never)]
     fn upstash(context: &str, value: &JsValue) -> JsResult<Option<Self>> {
         let client = get(value, "client")?;
         if !client.is_object() {
