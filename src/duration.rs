@@ -38,10 +38,16 @@ pub(crate) fn parse(input: &str) -> Result<Duration, &'static str> {
         "w" => 604_800_000,
         _ => return Err("expected a number followed by one of ms, s, m, h, d, w"),
     };
-    let mut parts = number.split('.');
-    let whole = parts.next().unwrap_or_default();
-    let fraction = parts.next();
-    if whole.is_empty() || fraction.is_some_and(str::is_empty) || parts.next().is_some() {
+    // The digits before the point and, if there is one, after it (bytes: `number` is ASCII).
+    let (whole, fraction) = match number.bytes().position(|byte| byte == b'.') {
+        Some(point) => {
+            let (whole, point_on) = number.split_at_checked(point).unwrap_or_default();
+            (whole, point_on.get(1..))
+        }
+        None => (number, None),
+    };
+    let bad_fraction = |digits: &str| digits.is_empty() || digits.as_bytes().contains(&b'.');
+    if whole.is_empty() || fraction.is_some_and(bad_fraction) {
         return Err("expected a number followed by one of ms, s, m, h, d, w");
     }
     // As @upstash/ratelimit: `Math.round(parseFloat(number) * unit)`. On these digits Rust's float
@@ -171,6 +177,7 @@ mod tests {
             "0.0 ms",
             "s",
             "1..5 s",
+            "1.2.3 s",
             ".5 s",
             "5. s",
             "1e3 s",

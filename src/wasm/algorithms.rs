@@ -8,7 +8,8 @@ use crate::algorithm::{Algorithm, FixedWindow, Gcra, SlidingWindow, TokenBucket}
 use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::prelude::*;
 
-/// The tag on limiter objects, so that a stray object is not taken for one.
+/// The tag on limiter objects, so that a stray object is not taken for one: its value is the
+/// algorithm's place in [`Kind::ALL`], read back without comparing names.
 const TAG: &str = "edgelimit.limiter";
 
 /// The algorithm a factory makes: the algorithms of the crate, and the fixed window answered from
@@ -70,7 +71,11 @@ pub fn make(
 ) -> JsResult<JsValue> {
     let (_, (first, period, third)) = algorithm(context, kind, fields, &values)?;
     let object = Object::new();
-    let _ = Reflect::set(&object, &TAG.into(), &JsValue::TRUE);
+    let place = Kind::ALL
+        .iter()
+        .position(|known| *known == kind)
+        .unwrap_or_default();
+    let _ = Reflect::set(&object, &TAG.into(), &(place as f64).into());
     let _ = Reflect::set(&object, &"algorithm".into(), &kind.name().into());
     let params = Array::of2(&(first as f64).into(), &(period as f64).into());
     if let Some(third) = third {
@@ -113,13 +118,13 @@ fn algorithm(
 /// The algorithm a limiter object describes, and whether it answers from local counts
 /// (`cachedFixedWindow`).
 pub fn read(context: &str, limiter: &JsValue) -> JsResult<(Algorithm, bool)> {
-    let tagged = limiter.is_object() && get(limiter, TAG)?.as_bool() == Some(true);
-    let name = if tagged {
-        get(limiter, "algorithm")?.as_string()
-    } else {
-        None
+    let place = match limiter.is_object() {
+        true => get(limiter, TAG)?.as_f64(),
+        false => None,
     };
-    let kind = name.and_then(|name| Kind::ALL.into_iter().find(|kind| kind.name() == name));
+    let kind = place
+        .filter(|place| place.fract() == 0.0 && *place >= 0.0)
+        .and_then(|place| Kind::ALL.get(place as usize).copied());
     let Some(kind) = kind else {
         return Err(type_error(
             context,

@@ -32,7 +32,7 @@ impl Limits {
     pub fn read(context: &str, limiter: &JsValue, config: &JsValue) -> JsResult<Self> {
         let dry_run = shared_options::flag(context, config, "dryRun")?;
         let Some(items) = limiter.dyn_ref::<Array>() else {
-            let (first, cached) = algorithms::read(&[context, ", limiter"].concat(), limiter)?;
+            let (first, cached) = algorithms::read(context, limiter)?;
             return Ok(Self {
                 first,
                 cached,
