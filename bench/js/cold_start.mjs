@@ -1,10 +1,13 @@
 // Section 5b: cold start in workerd (through miniflare). Each sample is a new Miniflare instance running
-// a Worker that, on its first request, dynamically imports the library, takes one decision and answers;
-// for edgelimit, the peer, and a baseline whose "library" imports nothing. Two times per sample:
+// a Worker that, on its first request, dynamically imports the library, makes a limiter, takes one
+// decision and answers; for edgelimit, the peer, and a baseline whose "library" imports nothing. The times
+// per sample:
 //   whole            `new Miniflare()` to the first response (workerd's start, module compilation —
 //                    a CompiledWasm module is compiled as the Worker loads — import, decision); noisy;
 //   importAndDecide  between two calls the Worker makes to a Node service binding, before the import and
-//                    after the decision (workerd's clock stands still between I/O, so it is timed outside).
+//                    after the decision (workerd's clock stands still between I/O, so it is timed outside);
+//   imported, made, decided   the same span in its three steps, between the calls the Worker makes after
+//                    each (the import, making the limiter, the first decision).
 // What a library costs is its median minus the baseline's. Both decide through a fake
 // fetch answering the reply recorded for them in section 1 (same limiter), so no network is involved.
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -18,13 +21,16 @@ import { pkgDir, root, window } from "./libraries.mjs";
 import { summarise } from "./measure.mjs";
 
 // The Worker's entry: it marks the start (after a first call that sets up the binding), imports the
-// library's module, decides, marks the end.
+// library's module, makes its limiter, decides, and marks the end of each step.
 const ENTRY = `export default {
   async fetch(request, env) {
     await env.MARK.fetch("http://mark/warm-up");
     await env.MARK.fetch("http://mark/start");
-    const { decide } = await import("./lib.mjs");
-    const success = await decide();
+    const { make, decide } = await import("./lib.mjs");
+    await env.MARK.fetch("http://mark/imported");
+    const limiter = make();
+    await env.MARK.fetch("http://mark/made");
+    const success = await decide(limiter);
     await env.MARK.fetch("http://mark/end");
     return Response.json({ success });
   },
@@ -33,7 +39,7 @@ const ENTRY = `export default {
 
 // The library's module (bundled), per Worker. Both use the same limiter as section 1, so the recorded reply fits.
 const libraries = {
-  baseline: () => "export const decide = async () => true;",
+  baseline: () => "export const make = () => null; export const decide = async () => true;",
   edgelimit: (reply) => library(reply, 'import { Ratelimit, Redis } from "edgelimit";', "{ url, token }", ""),
   peer: (reply) =>
     library(
@@ -51,13 +57,15 @@ globalThis.fetch = async () => ({
   status: 200, ok: true, headers: new Headers(), text: async () => REPLY, json: async () => JSON.parse(REPLY),
 });
 const [url, token] = ["http://redis.test", "token"];
-export async function decide() {
-  const ratelimit = new Ratelimit({
+export function make() {
+  return new Ratelimit({
     redis: new Redis(${redisOptions}),
     limiter: Ratelimit.fixedWindow(${LIMIT}, ${JSON.stringify(window)}),
     ephemeralCache: false,
     ${extraOptions}
   });
+}
+export async function decide(ratelimit) {
   return (await ratelimit.limit("cold")).success;
 }
 `;
@@ -108,7 +116,8 @@ async function build(dir, replies) {
 
 /**
  * One cold start: ms from `new Miniflare()` to the first response (`whole`), and ms between the
- * Worker's two marks (`importAndDecide`: import, first decision, one call to the mark binding).
+ * Worker's marks: `importAndDecide` from the start to the end, and its steps, each with one call to the
+ * mark binding: `imported`, `made` (the limiter), `decided` (the first decision).
  */
 async function start(modules) {
   const marks = {};
@@ -129,7 +138,13 @@ async function start(modules) {
     const body = await (await miniflare.dispatchFetch("http://worker.test/")).json();
     const whole = performance.now() - t0;
     if (!body.success) throw new Error(`cold start: ${modules[1].path} did not admit its first request`);
-    return { whole, importAndDecide: marks["/end"] - marks["/start"] };
+    return {
+      whole,
+      importAndDecide: marks["/end"] - marks["/start"],
+      imported: marks["/imported"] - marks["/start"],
+      made: marks["/made"] - marks["/imported"],
+      decided: marks["/end"] - marks["/made"],
+    };
   } finally {
     await miniflare.dispose();
   }
@@ -137,7 +152,7 @@ async function start(modules) {
 
 /**
  * Runs `samples` rounds of (baseline, edgelimit, peer) starts. `replies` holds, per library, the body
- * its fake fetch answers. Returns per Worker the summaries of `whole` and `importAndDecide`, per
+ * its fake fetch answers. Returns per Worker the summaries of each time of `start`, per
  * library those minus the baseline's (`aboveBaseline`), and their `ratio` (null when within noise).
  */
 export async function coldStartSection({ samples, replies, log }) {

@@ -190,7 +190,13 @@ ${table(["item", "retained bytes", "own bytes"], subtrees.map((item) => [name(it
 }
 
 function coldStartMarkdown(cold) {
-  const fields = { importAndDecide: "import + first decision", whole: "whole start" };
+  const fields = {
+    imported: "import",
+    made: "limiter made",
+    decided: "first decision",
+    importAndDecide: "import + first decision",
+    whole: "whole start",
+  };
   const rows = Object.entries(fields).map(([field, what]) => [
     what,
     ...["baseline", "edgelimit", "peer"].map((name) => spreadText(cold[name][field])),
@@ -204,9 +210,11 @@ A new Miniflare instance per start, ${cold.baseline.whole.rounds} start(s) of ea
 Each Worker imports its library dynamically on its first request and takes one decision; the baseline's
 "library" imports nothing. "import + first decision" is timed between two calls the Worker makes to a Node
 service binding (workerd's clock stands still between I/O), so it leaves out what workerd does as the Worker
-loads (parsing the modules, compiling edgelimit's CompiledWasm module). "whole start" is \`new Miniflare()\` to
-the first response: it includes that, and workerd's own start, which varies by more than the libraries cost.
-A library's cost is its median minus the baseline's.
+loads (parsing the modules, compiling edgelimit's CompiledWasm module); its three steps are timed between
+the calls the Worker makes after each (the import, \`new Ratelimit\` with its \`Redis\` and limiter, the first
+\`limit()\`), each with one call of its own. "whole start" is \`new Miniflare()\` to the first response: it
+includes that, and workerd's own start, which varies by more than the libraries cost. A library's cost is
+its median minus the baseline's.
 
 ${table(["what", "baseline", "edgelimit", "peer", "edgelimit − baseline", "peer − baseline", "edgelimit / peer"], rows)}`;
 }
