@@ -86,14 +86,15 @@ impl Script {
         if !no_script(&reply) {
             return reply;
         }
-        self.load(client, evalsha, keys, args, elapsed).await
+        self.load_and_run(client, evalsha, keys, args, elapsed)
+            .await
     }
 
     /// The rest of [`Script::run`] once Redis answered NOSCRIPT to `evalsha`: EVAL, or EVALSHA again
     /// after another caller's EVAL. Boxed and not inlined: a run's future carries none of it, and a
     /// first decision on a server that knows the script compiles none of it.
     #[inline(never)]
-    fn load<'a, T: Transport>(
+    fn load_and_run<'a, T: Transport>(
         &'a self,
         client: &'a RestClient<T>,
         evalsha: Strings,
