@@ -24,6 +24,9 @@ pub const DEFAULT_MAX_BYTES: usize = 64 << 20;
 /// Most shards a backend splits its keys over, to spread lock contention between threads.
 const MAX_SHARDS: usize = 16;
 
+/// The keys a shard has room for from the start (hashbrown's smallest table).
+const FIRST_KEYS_PER_SHARD: usize = 3;
+
 /// Fewest inserts between two sweeps of a shard.
 const MIN_SWEEP_INTERVAL: usize = 64;
 
@@ -103,7 +106,9 @@ impl MemoryBackend {
         let shards = (0..shard_count)
             .map(|_| {
                 Mutex::new(Shard {
-                    slots: HashTable::new(),
+                    // Room for a first few keys: storing a first key grows no table, so a first
+                    // decision runs (and compiles) none of hashbrown's growth.
+                    slots: HashTable::with_capacity(FIRST_KEYS_PER_SHARD),
                     max_keys: max_keys / shard_count,
                     bytes: 0,
                     max_bytes: DEFAULT_MAX_BYTES / shard_count,
