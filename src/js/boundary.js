@@ -54,6 +54,19 @@ export function isWellFormed(text) {
   return !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(text);
 }
 
+/** The key of a limiter object's tag, whose value is the algorithm's place (src/wasm/algorithms.rs). */
+const LIMITER_TAG = "edgelimit.limiter";
+
+/** A limiter object of `Ratelimit.<factory>`: `{ algorithm, params }`, frozen, tagged with `place`. */
+export function limiterObject(place, algorithm, params) {
+  return Object.freeze({ [LIMITER_TAG]: place, algorithm, params: Object.freeze(Array.from(params)) });
+}
+
+/** The tag of `value` if it is an object (a limiter object's is a number), else undefined. */
+export function limiterPlace(value) {
+  return typeof value === "object" && value !== null ? value[LIMITER_TAG] : undefined;
+}
+
 /** The headers of every request to one server, built once per `Redis` and shared by its requests. */
 export function requestHeaders(authorization) {
   return { Authorization: authorization, "Content-Type": "application/json" };

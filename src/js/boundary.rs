@@ -61,6 +61,16 @@ extern "C" {
     #[wasm_bindgen(js_name = isWellFormed)]
     pub fn is_well_formed(text: &JsValue) -> bool;
 
+    /// The limiter object of a factory: `{ algorithm, params }`, frozen, tagged with `place`, the
+    /// algorithm's place among the factories (see `src/wasm/algorithms.rs`).
+    #[wasm_bindgen(js_name = limiterObject)]
+    pub fn limiter_object(place: u32, algorithm: &str, params: &[f64]) -> JsValue;
+
+    /// The tag of `value` if it is an object (a number for a limiter object), else undefined; what
+    /// its getter throws, if it throws.
+    #[wasm_bindgen(catch, js_name = limiterPlace)]
+    pub fn limiter_place(value: &JsValue) -> Result<JsValue, JsValue>;
+
     /// The headers object every request of one server shares.
     #[wasm_bindgen(js_name = requestHeaders)]
     pub fn request_headers(authorization: &str) -> JsValue;

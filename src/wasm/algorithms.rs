@@ -1,16 +1,14 @@
 //! Limiter objects: `Ratelimit.fixedWindow(...)` and the other factories check an algorithm and describe
-//! it in a frozen, tagged object, which `new Ratelimit` reads back and checks again (it may have been
+//! it in a frozen object, tagged with the algorithm's place in [`Kind::ALL`] (made and read in
+//! `boundary.js`, one call each), which `new Ratelimit` reads back and checks again (it may have been
 //! built by hand).
 
 use super::errors::{to_js_error, type_error};
 use super::options::{self, get, JsResult};
 use crate::algorithm::{Algorithm, FixedWindow, Gcra, SlidingWindow, TokenBucket};
-use js_sys::{Array, Object, Reflect};
+use crate::js::boundary;
+use js_sys::Reflect;
 use wasm_bindgen::prelude::*;
-
-/// The tag on limiter objects, so that a stray object is not taken for one: its value is the
-/// algorithm's place in [`Kind::ALL`], read back without comparing names.
-const TAG: &str = "edgelimit.limiter";
 
 /// The algorithm a factory makes: the algorithms of the crate, and the fixed window answered from
 /// local counts (`cachedFixedWindow`).
@@ -70,19 +68,21 @@ pub fn make(
     values: [JsValue; 3],
 ) -> JsResult<JsValue> {
     let (_, (first, period, third)) = algorithm(context, kind, fields, &values)?;
-    let object = Object::new();
     let place = Kind::ALL
         .iter()
         .position(|known| *known == kind)
         .unwrap_or_default();
-    let _ = Reflect::set(&object, &TAG.into(), &(place as f64).into());
-    let _ = Reflect::set(&object, &"algorithm".into(), &kind.name().into());
-    let params = Array::of2(&(first as f64).into(), &(period as f64).into());
-    if let Some(third) = third {
-        params.push(&(third as f64).into());
-    }
-    let _ = Reflect::set(&object, &"params".into(), &Object::freeze(&params));
-    Ok(Object::freeze(&object).into())
+    let params = [
+        first as f64,
+        period as f64,
+        third.unwrap_or_default() as f64,
+    ];
+    let count = if third.is_some() { 3 } else { 2 };
+    Ok(boundary::limiter_object(
+        place as u32,
+        kind.name(),
+        &params[..count],
+    ))
 }
 
 /// The algorithm of `kind` with a count, a duration and, for the bucket algorithms, another count,
@@ -118,11 +118,8 @@ fn algorithm(
 /// The algorithm a limiter object describes, and whether it answers from local counts
 /// (`cachedFixedWindow`).
 pub fn read(context: &str, limiter: &JsValue) -> JsResult<(Algorithm, bool)> {
-    let place = match limiter.is_object() {
-        true => get(limiter, TAG)?.as_f64(),
-        false => None,
-    };
-    let kind = place
+    let kind = boundary::limiter_place(limiter)?
+        .as_f64()
         .filter(|place| place.fract() == 0.0 && *place >= 0.0)
         .and_then(|place| Kind::ALL.get(place as usize).copied());
     let Some(kind) = kind else {
