@@ -344,6 +344,25 @@ test("bad options throw a TypeError or RangeError naming the field", async () =>
   assert.equal(new Ratelimit({ limiter, ephemeralCache: 5, timeout: 0, failMode: "closed", prefix: "" }) instanceof Ratelimit, true);
 });
 
+test("a limiter object is frozen and says its algorithm and parameters; a copy is one, a forged or hostile one throws", async () => {
+  const limiter = Ratelimit.tokenBucket(5, "10 s", 20);
+  assert.ok(Object.isFrozen(limiter) && Object.isFrozen(limiter.params));
+  assert.equal(limiter.algorithm, "tokenBucket");
+  assert.deepEqual([...limiter.params], [5, 10_000, 20]);
+  assert.deepEqual([...Ratelimit.fixedWindow(3, "1 m").params], [3, 60_000]);
+  const copy = new Ratelimit({ limiter: { ...limiter } });
+  assert.deepEqual(
+    [(await copy.limit("u")).remaining, (await copy.limit("u", { rate: 4 })).remaining],
+    [19, 15],
+    "a copy of a limiter object decides as its limiter",
+  );
+  const forged = { ...limiter, params: [5, 10_000, 0] };
+  assert.throws(() => new Ratelimit({ limiter: forged }), named(RangeError, "limiter"));
+  const hostile = new Proxy({}, { get: () => { throw new Error("a getter that throws"); } });
+  assert.throws(() => new Ratelimit({ limiter: hostile }), /a getter that throws/);
+  assert.equal((await copy.limit("v")).success, true, "the instance keeps working");
+});
+
 test("bad arguments reject with a TypeError or RangeError naming the field; the instance keeps working", async (t) => {
   const instances = { memory: new Ratelimit({ limiter: Ratelimit.fixedWindow(100, "1 h") }) };
   if (URL_) {
