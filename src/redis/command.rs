@@ -35,9 +35,7 @@ impl Strings {
     /// Adds `text` followed by `suffix` as one string (such as `<key>:gcra`); `suffix` is ASCII with
     /// nothing JSON escapes (no `"`, `\\` or control character), so it is written as it is.
     pub fn push_suffixed(&mut self, text: &str, suffix: &'static str) -> &mut Self {
-        debug_assert!(suffix
-            .bytes()
-            .all(|byte| byte.is_ascii_graphic() && byte != b'"' && byte != b'\\'));
+        debug_assert!(written_as_is(suffix));
         self.open(text);
         self.json.extend_from_slice(suffix.as_bytes());
         self.close()
@@ -45,9 +43,7 @@ impl Strings {
 
     /// Pushes `text` as it is: a command's name or a script's SHA-1, which JSON needs no escape in.
     pub fn push_plain(&mut self, text: &'static str) -> &mut Self {
-        debug_assert!(text
-            .bytes()
-            .all(|byte| byte.is_ascii_graphic() && byte != b'"' && byte != b'\\'));
+        debug_assert!(written_as_is(text));
         self.json.extend_from_slice(b",\"");
         self.json.extend_from_slice(text.as_bytes());
         self.close()
@@ -124,6 +120,12 @@ impl Strings {
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }
+}
+
+/// Whether JSON writes `text` in a string as it is: printable ASCII, no `"` and no `\\`.
+fn written_as_is(text: &str) -> bool {
+    text.bytes()
+        .all(|byte| byte.is_ascii_graphic() && byte != b'"' && byte != b'\\')
 }
 
 /// The strings of `parts`, one after the other, as the JSON array of a command (with room for the

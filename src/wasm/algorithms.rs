@@ -72,17 +72,11 @@ pub fn make(
         .iter()
         .position(|known| *known == kind)
         .unwrap_or_default();
-    let params = [
-        first as f64,
-        period as f64,
-        third.unwrap_or_default() as f64,
-    ];
-    let count = if third.is_some() { 3 } else { 2 };
-    Ok(boundary::limiter_object(
-        place as u32,
-        kind.name(),
-        &params[..count],
-    ))
+    let params: &[f64] = match third {
+        Some(third) => &[first as f64, period as f64, third as f64],
+        None => &[first as f64, period as f64],
+    };
+    Ok(boundary::limiter_object(place as u32, kind.name(), params))
 }
 
 /// The algorithm of `kind` with a count, a duration and, for the bucket algorithms, another count,
