@@ -22,6 +22,7 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Every kind, each at its place: the number a limiter object is tagged with (`kind as usize`).
     const ALL: [Kind; 5] = [
         Kind::FixedWindow,
         Kind::CachedFixedWindow,
@@ -29,6 +30,11 @@ impl Kind {
         Kind::TokenBucket,
         Kind::Gcra,
     ];
+
+    /// Its place in [`Kind::ALL`], the tag of its limiter objects.
+    fn place(self) -> u32 {
+        self as u32
+    }
 
     /// The name of its factory, as the limiter object records it.
     fn name(self) -> &'static str {
@@ -41,6 +47,15 @@ impl Kind {
         }
     }
 }
+
+// Each kind sits at its own place in `Kind::ALL`, checked when the crate compiles.
+const _: () = {
+    let mut place = 0;
+    while place < Kind::ALL.len() {
+        assert!(Kind::ALL[place] as usize == place);
+        place += 1;
+    }
+};
 
 /// A limiter's parameters: a count, a duration in milliseconds and, for the bucket algorithms, another
 /// count.
@@ -68,15 +83,11 @@ pub fn make(
     values: [JsValue; 3],
 ) -> JsResult<JsValue> {
     let (_, (first, period, third)) = algorithm(context, kind, fields, &values)?;
-    let place = Kind::ALL
-        .iter()
-        .position(|known| *known == kind)
-        .unwrap_or_default();
     let params: &[f64] = match third {
         Some(third) => &[first as f64, period as f64, third as f64],
         None => &[first as f64, period as f64],
     };
-    Ok(boundary::limiter_object(place as u32, kind.name(), params))
+    Ok(boundary::limiter_object(kind.place(), kind.name(), params))
 }
 
 /// The algorithm of `kind` with a count, a duration and, for the bucket algorithms, another count,
