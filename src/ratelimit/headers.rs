@@ -53,156 +53,123 @@ pub struct HeaderOptions {
     pub dry_run: DryRunHeaders,
 }
 
-/// The policy name of the draft-11 style: the one limit applied.
+/// The policy name of the draft-11 style for an answer of one limit.
 const POLICY: &str = "\"default\"";
 
 /// The header fields describing `response` at `now_ms` (milliseconds since the Unix epoch), in the
 /// order a server would send them; `Retry-After` is added when the request was denied.
 ///
 /// `Retry-After` is the response's `retry_after` when it has one (exact for every algorithm), else the
-/// whole seconds that pass its `reset` (so at least 1): a client that waits that long is admitted, unless
-/// others took the capacity in the meantime (with only `reset` known, a sliding window is sure to admit
-/// one request then, not a larger rate).
+/// whole seconds that pass the `reset` of the limits told that denied, the longest (so at least 1): a
+/// client that waits that long is admitted, unless others took the capacity in the meantime (with only
+/// `reset` known, a sliding window is sure to admit one request then, not a larger rate).
+///
+/// An answer of several limits tells each limit (every one, or the live ones) as a policy, and the one
+/// that binds (the first that denied, else the one with least left) in the fields of one limit.
 pub fn rate_limit_headers(
     response: &Response,
     now_ms: u64,
     options: &HeaderOptions,
 ) -> Vec<(&'static str, String)> {
     let emit = options.dry_run == DryRunHeaders::Emit;
-    if !response.limits.is_empty() {
-        return policies(response, now_ms, options);
-    }
-    if response.live.is_some() && !emit {
+    let several = !response.limits.is_empty();
+    let one = LimitResponse {
+        success: response.success,
+        limit: response.limit,
+        remaining: response.remaining,
+        reset: response.reset,
+        dry_run: response.live.is_some(),
+    };
+    let limits = if several {
+        &response.limits[..]
+    } else {
+        std::slice::from_ref(&one)
+    };
+    let told: Vec<(usize, &LimitResponse)> = (limits.iter().enumerate())
+        .filter(|(_, limit)| emit || !limit.dry_run)
+        .collect();
+    let Some(&(_, bound)) = told.iter().find(|(_, limit)| !limit.success).or_else(|| {
+        told.iter()
+            .min_by(|a, b| a.1.remaining.total_cmp(&b.1.remaining))
+    }) else {
         return Vec::new();
-    }
-    let limit = response.limit;
-    let remaining = whole_remaining(response.remaining);
-    let reset = seconds_until(response.reset, now_ms);
-    let mut headers = Vec::with_capacity(4);
+    };
+    let window = |index: usize| {
+        if several {
+            options.windows.get(index).copied().flatten()
+        } else {
+            options.window
+        }
+    };
+    let name = |index: usize| {
+        if several {
+            format!("\"{index}\"")
+        } else {
+            POLICY.to_owned()
+        }
+    };
+    let quota = |index: usize, limit: &LimitResponse, named: bool| {
+        let quota = if named {
+            format!("{};q={}", name(index), limit.limit)
+        } else {
+            limit.limit.to_string()
+        };
+        match window(index) {
+            Some(window) => format!("{quota};w={}", seconds(window)),
+            None => quota,
+        }
+    };
+    let list = |item: &dyn Fn(usize, &LimitResponse) -> String| {
+        (told.iter())
+            .map(|&(index, limit)| item(index, limit))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (limit, remaining) = (bound.limit, whole_remaining(bound.remaining));
+    let reset = seconds_until(bound.reset, now_ms);
+    let mut headers = Vec::with_capacity(5);
     match options.style {
         HeaderStyle::Separate => {
             headers.push(("RateLimit-Limit", limit.to_string()));
             headers.push(("RateLimit-Remaining", remaining.to_string()));
             headers.push(("RateLimit-Reset", reset.to_string()));
         }
-        HeaderStyle::Draft07 => {
-            headers.push((
-                "RateLimit",
-                format!("limit={limit}, remaining={remaining}, reset={reset}"),
-            ));
-            if let Some(window) = options.window {
-                headers.push(("RateLimit-Policy", format!("{limit};w={}", seconds(window))));
-            }
-        }
-        HeaderStyle::Draft11 => {
-            headers.push(("RateLimit", format!("{POLICY};r={remaining};t={reset}")));
-            let policy = match options.window {
-                Some(window) => format!("{POLICY};q={limit};w={}", seconds(window)),
-                None => format!("{POLICY};q={limit}"),
-            };
-            headers.push(("RateLimit-Policy", policy));
-        }
+        HeaderStyle::Draft07 => headers.push((
+            "RateLimit",
+            format!("limit={limit}, remaining={remaining}, reset={reset}"),
+        )),
+        HeaderStyle::Draft11 => headers.push((
+            "RateLimit",
+            list(&|index, limit| {
+                let left = whole_remaining(limit.remaining);
+                let reset = seconds_until(limit.reset, now_ms);
+                format!("{};r={left};t={reset}", name(index))
+            }),
+        )),
+    }
+    // The separate style has no policy field for one limit, and draft 07's needs the window.
+    let policy = match options.style {
+        HeaderStyle::Separate => several,
+        HeaderStyle::Draft07 => several || window(0).is_some(),
+        HeaderStyle::Draft11 => true,
+    };
+    if policy {
+        let named = options.style == HeaderStyle::Draft11;
+        headers.push((
+            "RateLimit-Policy",
+            list(&|index, limit| quota(index, limit, named)),
+        ));
     }
     if !response.success {
         let wait = match response.retry_after {
             Some(wait) => seconds(wait).max(1),
             // Strictly after the reset: a sliding window still weighs the window that ended at `reset`
             // fully at that very millisecond, and admits a request from the next one.
-            None => response.reset.saturating_sub(now_ms) / 1_000 + 1,
+            None => (told.iter().filter(|(_, limit)| !limit.success))
+                .map(|(_, limit)| limit.reset.saturating_sub(now_ms) / 1_000 + 1)
+                .max()
+                .unwrap_or(1),
         };
-        headers.push(("Retry-After", wait.to_string()));
-    }
-    headers
-}
-
-/// The header fields of an answer of several limits: each limit told (every one, or the live ones)
-/// a policy, the one that binds in the fields of one limit, and `Retry-After` the longest wait of the
-/// limits told that denied.
-fn policies(
-    response: &Response,
-    now_ms: u64,
-    options: &HeaderOptions,
-) -> Vec<(&'static str, String)> {
-    let emit = options.dry_run == DryRunHeaders::Emit;
-    let told: Vec<(usize, &LimitResponse)> = (response.limits.iter().enumerate())
-        .filter(|(_, limit)| emit || !limit.dry_run)
-        .collect();
-    let Some(bound) = told.iter().find(|(_, limit)| !limit.success).or_else(|| {
-        told.iter()
-            .min_by(|a, b| a.1.remaining.total_cmp(&b.1.remaining))
-    }) else {
-        return Vec::new();
-    };
-    let bound = bound.1;
-    let window = |index: usize| options.windows.get(index).copied().flatten();
-    let quota = |index: usize, limit: &LimitResponse, name: bool| {
-        let name = if name {
-            format!("\"{index}\";q=")
-        } else {
-            String::new()
-        };
-        match window(index) {
-            Some(window) => format!("{name}{};w={}", limit.limit, seconds(window)),
-            None => format!("{name}{}", limit.limit),
-        }
-    };
-    let list = |item: &dyn Fn(usize, &LimitResponse) -> String| {
-        told.iter()
-            .map(|&(index, limit)| item(index, limit))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let remaining = whole_remaining(bound.remaining);
-    let reset = seconds_until(bound.reset, now_ms);
-    let mut headers = Vec::with_capacity(5);
-    match options.style {
-        HeaderStyle::Separate => {
-            headers.push(("RateLimit-Limit", bound.limit.to_string()));
-            headers.push(("RateLimit-Remaining", remaining.to_string()));
-            headers.push(("RateLimit-Reset", reset.to_string()));
-            headers.push((
-                "RateLimit-Policy",
-                list(&|index, limit| quota(index, limit, false)),
-            ));
-        }
-        HeaderStyle::Draft07 => {
-            headers.push((
-                "RateLimit",
-                format!(
-                    "limit={}, remaining={remaining}, reset={reset}",
-                    bound.limit
-                ),
-            ));
-            headers.push((
-                "RateLimit-Policy",
-                list(&|index, limit| quota(index, limit, false)),
-            ));
-        }
-        HeaderStyle::Draft11 => {
-            headers.push((
-                "RateLimit",
-                list(&|index, limit| {
-                    let (left, reset) = (
-                        whole_remaining(limit.remaining),
-                        seconds_until(limit.reset, now_ms),
-                    );
-                    format!("\"{index}\";r={left};t={reset}")
-                }),
-            ));
-            headers.push((
-                "RateLimit-Policy",
-                list(&|index, limit| quota(index, limit, true)),
-            ));
-        }
-    }
-    if !response.success {
-        let wait = (told.iter().filter(|(_, limit)| !limit.success))
-            .map(|(_, limit)| limit.reset.saturating_sub(now_ms) / 1_000 + 1)
-            .max()
-            .unwrap_or(1);
-        let wait = response
-            .retry_after
-            .map_or(wait, |wait| seconds(wait).max(1));
         headers.push(("Retry-After", wait.to_string()));
     }
     headers
