@@ -73,16 +73,18 @@ pub fn rate_limit_headers(
 ) -> Vec<(&'static str, String)> {
     let emit = options.dry_run == DryRunHeaders::Emit;
     let several = !response.limits.is_empty();
-    let one = LimitResponse {
-        success: response.success,
-        limit: response.limit,
-        remaining: response.remaining,
-        reset: response.reset,
-        dry_run: response.live.is_some(),
-    };
+    let one;
     let limits = if several {
         &response.limits[..]
     } else {
+        // One limit: the answer itself, running dry when it has a live answer.
+        one = LimitResponse {
+            success: response.success,
+            limit: response.limit,
+            remaining: response.remaining,
+            reset: response.reset,
+            dry_run: response.live.is_some(),
+        };
         std::slice::from_ref(&one)
     };
     let told: Vec<(usize, &LimitResponse)> = (limits.iter().enumerate())
